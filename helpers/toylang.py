@@ -32,9 +32,10 @@ import numpy as np
 Phrases = list[tuple[tuple[str, ...], float]]  # a distribution over word sequences
 
 
-def _words(weights: dict[str, float]) -> Phrases:
+def _words(weights: dict) -> Phrases:
+    """A choice between words (str keys) or fixed word sequences (tuple keys)."""
     total = sum(weights.values())
-    return [((w,), p / total) for w, p in weights.items()]
+    return [((w,) if isinstance(w, str) else w, p / total) for w, p in weights.items()]
 
 
 def _then(*parts: Phrases) -> Phrases:
@@ -144,16 +145,8 @@ class ToyLanguage:
         def number_split(make) -> Phrases:
             return _one_of((1 - g.p_plural, make(False)), (g.p_plural, make(True)))
 
-        city_pairs = [
-            ((a, b), wa * wb / (1 - wa))  # destination drawn from the other cities
-            for (a, wa), (b, wb) in itertools.product(g.cities.items(), repeat=2)
-            if a != b
-        ]
-        travel = _then(
-            _words(g.names),
-            [(("flew", "from") + a + ("to",) + b, p) for (a, b), p in city_pairs],
-            _words({".": 1}),
-        )
+        city = _words(g.cities)
+        travel = _then(_words(g.names), _words({("flew", "from"): 1}), city, _words({"to": 1}), city, _words({".": 1}))
         kinds = {"statement": number_split(statement), "question": number_split(question), "travel": travel}
         return _one_of(*((g.sentence_kinds[k], kinds[k]) for k in g.sentence_kinds))
 

@@ -1,0 +1,224 @@
+"""One small transformer, written out by hand, for both halves of the course.
+
+`causal=True` gives the autoregressive model (the typewriter): position t sees positions <= t.
+`causal=False` gives the masked-diffusion model (the editor): every position sees every other.
+Everything else (size, data, training budget) is shared, so the two can be compared fairly.
+
+A causal model can decode with a preallocated KV cache: each step computes keys and values
+for the new token only and attends over the cached ones.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int = 55  # size of helpers.toylang.LANG.vocab
+    max_len: int = 64  # longest sequence the model accepts (its positional table)
+    d_model: int = 128  # width of the residual stream
+    n_layer: int = 4  # transformer blocks
+    n_head: int = 4  # attention heads; head_dim = d_model // n_head
+    mlp_ratio: int = 4  # MLP hidden width = mlp_ratio * d_model
+    causal: bool = True  # True: autoregressive; False: bidirectional (masked diffusion)
+    bias: bool = True  # biases in Linear and LayerNorm, as in GPT-2
+    tie_weights: bool = True  # output head shares the token embedding, as in GPT-2
+
+    def __post_init__(self):
+        for name in ("vocab_size", "max_len", "d_model", "n_layer", "n_head", "mlp_ratio"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"ModelConfig.{name} must be a positive int, got {value!r}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_head
+
+
+def gpt2_small_config(**overrides) -> ModelConfig:
+    """The shape of GPT-2 small (124M parameters), for timing with random weights."""
+    shape = dict(vocab_size=50257, max_len=1024, d_model=768, n_layer=12, n_head=12)
+    return ModelConfig(**{**shape, **overrides})
+
+
+class KVCache:
+    """Keys and values of every layer for up to `max_len` positions, allocated once.
+
+    `length` is how many positions are filled. A forward pass with the cache writes its new
+    keys/values at [length, length + T) and then advances `length` by T.
+    """
+
+    def __init__(self, config: ModelConfig, batch_size: int, device=None, dtype=torch.float32):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        shape = (config.n_layer, 2, batch_size, config.n_head, config.max_len, config.head_dim)
+        self.data = torch.zeros(shape, device=device, dtype=dtype)  # (L, 2, B, H, max_len, hd)
+        self.config = config
+        self.batch_size = batch_size
+        self.length = 0
+
+    def reset(self) -> None:
+        self.length = 0
+
+    def nbytes(self) -> int:
+        """Bytes of the filled part (what a decode step reads)."""
+        return self.data[:, :, :, :, : self.length].numel() * self.data.element_size()
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.n_head, self.head_dim = config.n_head, config.head_dim
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=config.bias)
+        self.proj = nn.Linear(config.d_model, config.d_model, bias=config.bias)
+        self.causal = config.causal
+        allowed = torch.ones(config.max_len, config.max_len, dtype=torch.bool).tril()
+        self.register_buffer("allowed", allowed, persistent=False)  # (max_len, max_len)
+
+    def forward(self, x, kv=None, start=0):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)  # (B, T, C) each
+        q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
+        k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
+        v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
+        if kv is not None:  # write the new keys/values, then attend over everything so far
+            kv[0, :, :, start : start + T] = k
+            kv[1, :, :, start : start + T] = v
+            k = kv[0, :, :, : start + T]  # (B, H, S, hd), S = start + T
+            v = kv[1, :, :, : start + T]  # (B, H, S, hd)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # (B, H, T, S)
+        if self.causal and T > 1:  # a single new token may see every cached position
+            S = k.size(2)
+            scores = scores.masked_fill(~self.allowed[S - T : S, :S], float("-inf"))
+        weights = F.softmax(scores, dim=-1)  # (B, H, T, S)
+        y = weights @ v  # (B, H, T, hd)
+        y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        return self.proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        hidden = config.mlp_ratio * config.d_model
+        self.up = nn.Linear(config.d_model, hidden, bias=config.bias)
+        self.down = nn.Linear(hidden, config.d_model, bias=config.bias)
+
+    def forward(self, x):
+        return self.down(F.gelu(self.up(x), approximate="tanh"))  # (B, T, C)
+
+
+class Block(nn.Module):
+    """Pre-norm block: x + attn(ln(x)), then x + mlp(ln(x))."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(config.d_model, bias=config.bias)
+        self.attn = CausalSelfAttention(config)
+        self.ln2 = nn.LayerNorm(config.d_model, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x, kv=None, start=0):
+        x = x + self.attn(self.ln1(x), kv, start)
+        return x + self.mlp(self.ln2(x))
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
+        self.pos_emb = nn.Embedding(config.max_len, config.d_model)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = nn.LayerNorm(config.d_model, bias=config.bias)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tie_weights:
+            self.head.weight = self.tok_emb.weight
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():  # GPT-2: scale residual writes by depth
+            if name.endswith(("attn.proj.weight", "mlp.down.weight")):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    @staticmethod
+    def _init_weights(module):
+        if isinstance(module, nn.Linear | nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def num_params(self) -> int:
+        """Parameters, counting tied weights once."""
+        return sum(p.numel() for p in self.parameters())
+
+    def new_cache(self, batch_size: int) -> KVCache:
+        if not self.config.causal:
+            raise ValueError("a KV cache needs a causal model; this one is bidirectional (causal=False)")
+        p = self.tok_emb.weight
+        return KVCache(self.config, batch_size, device=p.device, dtype=p.dtype)
+
+    def forward(self, idx: torch.Tensor, cache: KVCache | None = None, last_only: bool = False) -> torch.Tensor:
+        """idx (B, T) int64 -> logits (B, T, V), or (B, 1, V) for the last position if last_only."""
+        start = self._check_input(idx, cache)
+        B, T = idx.shape
+        positions = torch.arange(start, start + T, device=idx.device)  # (T,)
+        x = self.tok_emb(idx) + self.pos_emb(positions)  # (B, T, C)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if cache is None else cache.data[i], start)
+        if cache is not None:
+            cache.length += T
+        if last_only:
+            x = x[:, -1:]  # (B, 1, C)
+        return self.head(self.ln_f(x))  # (B, T, V)
+
+    def _check_input(self, idx, cache) -> int:
+        if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long or idx.dim() != 2:
+            got = f"{idx.dtype} tensor of shape {tuple(idx.shape)}" if isinstance(idx, torch.Tensor) else type(idx)
+            raise ValueError(f"idx must be an int64 (torch.long) tensor of shape (B, T), got {got}")
+        if idx.size(1) == 0:
+            raise ValueError("idx must hold at least one position (T >= 1)")
+        start = 0
+        if cache is not None:
+            if not self.config.causal:
+                raise ValueError("a KV cache works only with a causal model; this one is bidirectional")
+            if cache.config != self.config:
+                raise ValueError("this cache was made for a model with another config; use model.new_cache(B)")
+            if cache.batch_size != idx.size(0):
+                raise ValueError(f"cache holds batch size {cache.batch_size}, idx has {idx.size(0)} rows")
+            start = cache.length
+        if start + idx.size(1) > self.config.max_len:
+            raise ValueError(
+                f"sequence of {start + idx.size(1)} positions ({start} cached + {idx.size(1)} new) "
+                f"is longer than max_len = {self.config.max_len}"
+            )
+        return start
+
+
+class PassCounter:
+    """Counts forward passes of a model as they run, and the positions they processed."""
+
+    def __init__(self):
+        self.n = 0  # forward passes
+        self.positions = 0  # sum over passes of B * T
+
+    def _hook(self, module, args, output):
+        self.n += 1
+        self.positions += args[0].numel()
+
+
+@contextmanager
+def count_passes(model: nn.Module):
+    """with count_passes(model) as passes: ...; passes.n is the number of forward calls."""
+    counter = PassCounter()
+    handle = model.register_forward_hook(counter._hook)
+    try:
+        yield counter
+    finally:
+        handle.remove()

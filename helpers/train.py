@@ -1,0 +1,136 @@
+"""One training loop for both model kinds, on freshly sampled toy-language documents.
+
+    python -m helpers.train ar      # rebuild data/ar.pt   (causal, next-token loss)
+    python -m helpers.train mdlm    # rebuild data/mdlm.pt (bidirectional, masked-diffusion ELBO)
+
+Both kinds share the architecture, the data stream and the budget (TrainConfig defaults), so
+the comparison between them is fair. Every batch is new: the language is a generator, so
+there is no fixed training set to overfit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from helpers.model import ModelConfig, Transformer
+from helpers.toylang import LANG
+
+KINDS = ("ar", "mdlm")
+HELD_OUT_SEED = 10_000  # documents for evaluation come from a seed training never uses
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 4000  # optimizer steps
+    batch_size: int = 128  # documents per step (4096 tokens)
+    doc_length: int = 32  # canvas length, <bos> included (= ModelConfig.max_len)
+    lr: float = 2e-3  # peak learning rate, after linear warm-up
+    warmup: int = 200  # warm-up steps
+    min_lr_ratio: float = 0.05  # cosine decay ends at lr * min_lr_ratio
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    seed: int = 0  # model init, data stream and masking noise all derive from it
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "doc_length"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"TrainConfig.{name} must be a positive int, got {getattr(self, name)!r}")
+
+
+def model_config(kind: str, doc_length: int = 32, **overrides) -> ModelConfig:
+    """The course's tiny model: the same shape for both kinds, only `causal` differs."""
+    check_kind(kind)
+    return ModelConfig(vocab_size=len(LANG.vocab), max_len=doc_length, causal=(kind == "ar"), **overrides)
+
+
+def check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def ar_loss(model: Transformer, docs: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy (nats) over every position after <bos>."""
+    logits = model(docs[:, :-1])  # (B, T-1, V)
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), docs[:, 1:].reshape(-1))
+
+
+def loss_fn(kind: str):
+    if kind == "ar":
+        return lambda model, docs, generator: ar_loss(model, docs)
+    from helpers.diffusion import diffusion_loss
+
+    return lambda model, docs, generator: diffusion_loss(model, docs, generator=generator)
+
+
+def held_out_documents(n: int = 512, length: int = 32) -> torch.Tensor:
+    return torch.from_numpy(LANG.sample_documents(n, length, seed=HELD_OUT_SEED))
+
+
+def learning_rate(step: int, cfg: TrainConfig) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def train(kind: str, cfg: TrainConfig | None = None, model: Transformer | None = None, progress: bool = True):
+    """Train a fresh (or given) model. Returns (model, losses) with one loss (nats/token) per step."""
+    check_kind(kind)
+    cfg = cfg or TrainConfig()
+    torch.manual_seed(cfg.seed)
+    model = model or Transformer(model_config(kind, cfg.doc_length))
+    if model.config.causal != (kind == "ar"):
+        raise ValueError(f"kind {kind!r} needs causal={kind == 'ar'}, the model has causal={model.config.causal}")
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(0.9, 0.99),
+    )
+    generator = torch.Generator().manual_seed(cfg.seed)
+    compute_loss = loss_fn(kind)
+    losses = []
+    model.train()
+    for step in tqdm(range(cfg.steps), desc=f"training {kind}", disable=not progress):
+        docs = torch.from_numpy(LANG.sample_documents(cfg.batch_size, cfg.doc_length, seed=[cfg.seed, step]))
+        for group in opt.param_groups:
+            group["lr"] = learning_rate(step, cfg)
+        loss = compute_loss(model, docs, generator)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    return model, np.array(losses)
+
+
+def main(argv=None):
+    from helpers.checkpoints import save_checkpoint
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kind", choices=KINDS)
+    parser.add_argument("--steps", type=int, default=TrainConfig.steps)
+    parser.add_argument("--seed", type=int, default=TrainConfig.seed)
+    parser.add_argument("--out", default=None, help="checkpoint path (default: data/<kind>.pt)")
+    args = parser.parse_args(argv)
+    cfg = TrainConfig(steps=args.steps, seed=args.seed)
+    started = time.perf_counter()
+    model, losses = train(args.kind, cfg)
+    minutes = (time.perf_counter() - started) / 60
+    path = save_checkpoint(model, args.kind, cfg, path=args.out)
+    print(f"trained {args.kind} for {cfg.steps} steps in {minutes:.1f} min; final loss {losses[-100:].mean():.4f} nats")
+    print(f"saved {path}")
+
+
+if __name__ == "__main__":
+    main()
