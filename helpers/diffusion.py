@@ -81,3 +81,189 @@ def nelbo(model: Transformer, x0: torch.Tensor, draws: int = 128, generator=None
         t = ((j + u) / draws).clamp_min(1e-6)  # (B,) one stratum per draw
         total += masked_nll(model, x0, t, generator).sum().item()
     return total / (draws * B * (T - 1))
+
+
+# ---------------------------------------------------------------------------------- sampling
+STRATEGIES = ("confidence", "random", "margin", "entropy", "ancestral")
+
+
+def even_split(n_tokens: int, steps: int) -> list[int]:
+    """Tokens to commit per step: n_tokens over `steps`, remainder to the earliest steps
+    (LLaDA: 30 over 8 -> [4, 4, 4, 4, 4, 4, 3, 3])."""
+    if steps < 1 or n_tokens < 0:
+        raise ValueError(f"need steps >= 1 and n_tokens >= 0, got steps={steps}, n_tokens={n_tokens}")
+    base, extra = divmod(n_tokens, steps)
+    return [base + (j < extra) for j in range(steps)]
+
+
+def confidence_scores(probs: torch.Tensor, chosen: torch.Tensor, strategy: str, generator=None) -> torch.Tensor:
+    """How sure the model is at each position, higher = commit first. probs (B, T, V) float64,
+    chosen (B, T) the token each position would take. Returns (B, T) float64."""
+    if strategy == "confidence":  # LLaDA low_confidence: probability of the chosen token
+        return probs.gather(-1, chosen[..., None]).squeeze(-1)
+    if strategy == "margin":  # top-1 minus top-2 probability
+        top2 = probs.topk(2, dim=-1).values  # (B, T, 2)
+        return top2[..., 0] - top2[..., 1]
+    if strategy == "entropy":  # low entropy first
+        return (probs * probs.clamp_min(1e-300).log()).sum(-1)
+    if strategy == "random":
+        return torch.rand(chosen.shape, generator=generator, dtype=torch.float64, device=chosen.device)
+    raise ValueError(f"no confidence score for strategy {strategy!r}")
+
+
+def choose_tokens(logits: torch.Tensor, temperature: float, generator=None) -> torch.Tensor:
+    """One token per position from logits (B, T, V): argmax at temperature 0, else a sample from
+    softmax(logits / temperature) computed in float64. Returns (B, T) int64."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(logits.double() / temperature, dim=-1)  # (B, T, V)
+    flat = probs.reshape(-1, probs.size(-1))  # (B*T, V)
+    return torch.multinomial(flat, 1, generator=generator).view(probs.shape[:-1])
+
+
+def top_counts(scores: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Boolean (B, T): in each row, the counts[b] positions with the highest finite score."""
+    rank = scores.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1)  # (B, T) 0 = best
+    return (rank < counts[:, None]) & torch.isfinite(scores)
+
+
+def _check_sample_args(model, length, steps, prompt, strategy, block_length, threshold, remask, temperature, batch):
+    _check_model(model)
+    if not isinstance(length, int) or length < 1:
+        raise ValueError(f"length (tokens to generate) must be an int >= 1, got {length!r}")
+    if prompt.dim() not in (1, 2) or prompt.dtype != torch.long or prompt.size(-1) < 1:
+        raise ValueError("prompt must be an int64 tensor of shape (T0,) or (B, T0) with T0 >= 1")
+    if prompt.dim() == 2 and prompt.size(0) != batch:
+        raise ValueError(f"prompt has {prompt.size(0)} rows but batch_size is {batch}")
+    if prompt.size(-1) + length > model.config.max_len:
+        raise ValueError(
+            f"prompt ({prompt.size(-1)}) + length ({length}) exceeds the model's max_len ({model.config.max_len})"
+        )
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    block_length = length if block_length is None else block_length
+    if not isinstance(block_length, int) or block_length < 1 or length % block_length:
+        raise ValueError(f"block_length must be an int that divides length ({length}), got {block_length!r}")
+    n_blocks = length // block_length
+    if threshold is not None and not (isinstance(threshold, int | float) and 0 < threshold <= 1):
+        raise ValueError(f"threshold must be None or a number in (0, 1], got {threshold!r}")
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be an int >= 1, got {steps!r}")
+    if threshold is None and steps > length:
+        raise ValueError(f"steps ({steps}) must be <= length ({length}): each step commits at least one token")
+    if steps % n_blocks:
+        raise ValueError(f"steps ({steps}) must be a multiple of the number of blocks ({n_blocks})")
+    if remask is not None and not (isinstance(remask, int | float) and 0 < remask < 1):
+        raise ValueError(f"remask must be None or a fraction in (0, 1), got {remask!r}")
+    if not isinstance(temperature, int | float) or temperature < 0:
+        raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
+    if not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch!r}")
+    return block_length, n_blocks
+
+
+@torch.no_grad()
+def sample(
+    model: Transformer,
+    length: int,
+    steps: int,
+    *,
+    prompt: torch.Tensor | None = None,
+    strategy: str = "confidence",
+    block_length: int | None = None,
+    threshold: float | None = None,
+    remask: float | None = None,
+    temperature: float = 0.0,
+    batch_size: int = 1,
+    generator: torch.Generator | None = None,
+    return_trace: bool = False,
+):
+    """Fill `length` masked positions after `prompt` (default: <bos>) in about `steps` passes.
+
+    The canvas is split into blocks of `block_length` (default: one block), filled left to right
+    with steps // n_blocks steps each. In every step one forward pass predicts all masked
+    positions at once; which of them are committed depends on the strategy:
+
+    - "confidence", "margin", "entropy", "random": commit the k most confident masked positions
+      of the block, k from even_split(block_length, steps_per_block) (LLaDA).
+    - "ancestral": MDLM. Time runs from t=1 to 0 in equal steps; from t to s each masked
+      position is committed with probability (t - s) / t (the last step commits the rest).
+    - threshold=tau (confidence strategies): commit every masked position in the block with
+      confidence >= tau, and at least the scheduled k (Fast-dLLM). With steps = length the
+      schedule asks for one token per step, so passes adapt to the model's confidence;
+      `steps` is only an upper bound.
+    - remask=eta, the editor (ReMDM). With the confidence strategies: after committing, re-mask
+      round(eta * committed) tokens of the block, those with the lowest confidence when they were
+      committed (ReMDM-conf made deterministic), and commit that many more in the next step;
+      never in a block's last step. With "ancestral": ReMDM-cap, each committed token is re-masked
+      with probability sigma = min(eta, s / (1 - t)) and masked ones unmasked with probability
+      ((1 - s) - (1 - sigma)(1 - t)) / t, which keeps the expected masked fraction at s.
+
+    Tokens are argmax at temperature 0, else sampled (float64) from the tempered softmax.
+    Returns the canvas (B, T0 + length); with return_trace, (canvas, trace) where trace has one
+    dict per forward pass: canvas after the step, committed / remasked / revised masks (B, T).
+    """
+    if prompt is None:
+        prompt = torch.tensor([LANG.bos_id], dtype=torch.long)
+    if not isinstance(prompt, torch.Tensor):
+        raise ValueError("prompt must be a torch.Tensor of int64 token ids")
+    block_length, n_blocks = _check_sample_args(
+        model, length, steps, prompt, strategy, block_length, threshold, remask, temperature, batch_size
+    )
+    device = next(model.parameters()).device
+    prompt = prompt.to(device).expand(batch_size, -1) if prompt.dim() == 1 else prompt.to(device)
+    T0 = prompt.size(1)
+    canvas = torch.cat([prompt, torch.full((batch_size, length), LANG.mask_id, device=device)], dim=1)  # (B, T)
+    stored_conf = torch.full(canvas.shape, float("inf"), dtype=torch.float64, device=device)  # (B, T)
+    last_token = torch.full(canvas.shape, -1, device=device)  # (B, T) previous committed value
+    positions = torch.arange(canvas.size(1), device=device)
+    steps_per_block = steps // n_blocks
+    trace = []
+
+    for b in range(n_blocks):
+        in_block = (positions >= T0 + b * block_length) & (positions < T0 + (b + 1) * block_length)  # (T,)
+        schedule = even_split(block_length, steps_per_block)
+        pending = torch.zeros(batch_size, dtype=torch.long, device=device)  # re-masked last step
+        for j in range(steps_per_block):
+            masked = (canvas == LANG.mask_id) & in_block  # (B, T)
+            if not masked.any():
+                break  # threshold decoding can finish a block early
+            last_step = j == steps_per_block - 1
+            remasked = torch.zeros_like(masked)
+            if strategy == "ancestral":
+                t, s = 1 - j / steps_per_block, 1 - (j + 1) / steps_per_block
+                u = torch.rand(canvas.shape, generator=generator, device=device)  # (B, T)
+                sigma = 0.0 if remask is None or j == 0 else min(remask, s / (1 - t))
+                p_unmask = ((1 - s) - (1 - sigma) * (1 - t)) / t
+                commit = masked & (u < p_unmask)
+                committed_before = (canvas != LANG.mask_id) & in_block
+                remasked = committed_before & (u < sigma)
+                if not (commit.any() or remasked.any()):
+                    continue  # nothing changes: the pass is skipped, not counted
+            logits = masked_logits(model, canvas)  # (B, T, V) one forward pass
+            probs = torch.softmax(logits.double(), dim=-1)  # (B, T, V)
+            chosen = choose_tokens(logits, temperature, generator)  # (B, T)
+            chosen_conf = probs.gather(-1, chosen[..., None]).squeeze(-1)  # (B, T) p(chosen token)
+            if strategy != "ancestral":
+                scores = confidence_scores(probs, chosen, strategy, generator)  # (B, T)
+                scores = scores.masked_fill(~masked, float("-inf"))
+                counts = torch.full_like(pending, schedule[j]) + pending  # (B,)
+                if threshold is not None:
+                    counts = torch.maximum(counts, ((chosen_conf >= threshold) & masked).sum(dim=1))
+                counts = torch.minimum(counts, masked.sum(dim=1)) if not last_step else masked.sum(dim=1)
+                commit = top_counts(scores, counts)
+            revised = commit & (last_token >= 0) & (last_token != chosen)
+            canvas = torch.where(commit, chosen, canvas)
+            stored_conf = torch.where(commit, chosen_conf, stored_conf)
+            last_token = torch.where(commit, chosen, last_token)
+            if remask is not None and strategy != "ancestral" and not last_step:
+                committed = (canvas != LANG.mask_id) & in_block & ~commit  # (B, T) older commits only
+                n_remask = (remask * ((canvas != LANG.mask_id) & in_block).sum(dim=1)).round().long()
+                remasked = top_counts((-stored_conf).masked_fill(~committed, float("-inf")), n_remask)
+                pending = remasked.sum(dim=1)
+            canvas = canvas.masked_fill(remasked, LANG.mask_id)
+            if return_trace:
+                trace.append(
+                    dict(canvas=canvas.clone(), committed=commit, remasked=remasked, revised=revised, block=b, step=j)
+                )
+    return (canvas, trace) if return_trace else canvas

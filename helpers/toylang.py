@@ -273,6 +273,42 @@ class ToyLanguage:
         out[rank] = conds
         return out
 
+    def contains(self, rows) -> np.ndarray:
+        """Vectorised is_valid for many eos-padded sentence rows (N, width) -> bool (N,)."""
+        rows = np.asarray(rows)
+        if rows.ndim != 2 or rows.shape[1] != self.width:
+            raise ValueError(f"rows must have shape (N, {self.width}), got {rows.shape}")
+        self._check_ids(rows[:1])
+        if rows.size and (rows.min() < 0 or rows.max() >= len(self.vocab)):
+            raise ValueError(f"token ids must be in [0, {len(self.vocab)})")
+        keys = self._row_keys(rows)
+        table = self._sorted_keys
+        at = np.searchsorted(table, keys).clip(max=len(table) - 1)
+        return table[at] == keys
+
+    def _row_keys(self, rows: np.ndarray) -> np.ndarray:
+        """One bytes key per row (uint8 per token) so rows compare with a single sort."""
+        return np.ascontiguousarray(rows.astype(np.uint8)).view(f"S{self.width}").ravel()
+
+    @cached_property
+    def _sorted_keys(self) -> np.ndarray:
+        return np.sort(self._row_keys(self._table[0]))
+
+    def parallel_fill_validity(self, visible: dict[int, int] | None = None) -> float:
+        """Exact probability that filling every hidden position at once, each independently
+        from its own exact conditional given `visible` (default: nothing visible), gives a
+        sentence of the language: the sum over every valid completion of the product of the
+        per-position conditionals."""
+        visible = dict(visible or {})
+        hidden = [p for p in range(self.width) if p not in visible]
+        tokens, probs = self._table
+        marg = np.stack([self.conditional(p, visible) for p in hidden])  # (P, V)
+        keep = np.ones(len(probs), dtype=bool)
+        for pos, tok in visible.items():
+            keep &= tokens[:, int(pos)] == int(tok)
+        completions = tokens[keep][:, hidden]  # (S', P): each valid completion once
+        return float(np.prod(marg[np.arange(len(hidden)), completions], axis=1).sum())
+
     def sample(self, n: int, seed: int | None = None) -> list[list[int]]:
         """n sentences (ids without padding) drawn from the exact distribution."""
         if not isinstance(n, int | np.integer) or n < 0:
