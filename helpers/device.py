@@ -13,7 +13,9 @@ def pick_device(prefer: str | None = None) -> torch.device:
         if prefer not in available:
             raise ValueError(f"prefer must be one of {sorted(available)} or None, got {prefer!r}")
         if not available[prefer]:
-            raise ValueError(f"device {prefer!r} is not available here; available: {[d for d, ok in available.items() if ok]}")
+            raise ValueError(
+                f"device {prefer!r} is not available here; available: {[d for d, ok in available.items() if ok]}"
+            )
         return torch.device(prefer)
     for name in ("cuda", "mps", "cpu"):
         if available[name]:

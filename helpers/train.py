@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
