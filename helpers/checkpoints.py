@@ -33,8 +33,11 @@ def _read_manifest() -> dict:
     return json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {}
 
 
-def save_checkpoint(model: Transformer, kind: str, train_config: TrainConfig, path=None) -> Path:
-    """Save weights + configs; a checkpoint saved to data/ is recorded in the manifest."""
+def save_checkpoint(
+    model: Transformer, kind: str, train_config: TrainConfig, path=None, losses=None, command=None
+) -> Path:
+    """Save weights + configs (+ the per-step training losses, if given); a checkpoint saved to
+    data/ is recorded in the manifest."""
     check_kind(kind)
     path = Path(path) if path else DATA_DIR / f"{kind}.pt"
     # float16 halves the file; the head is dropped when it is tied to the token embedding
@@ -42,6 +45,8 @@ def save_checkpoint(model: Transformer, kind: str, train_config: TrainConfig, pa
     if model.config.tie_weights:
         del state["head.weight"]
     payload = {"kind": kind, "config": asdict(model.config), "train": asdict(train_config), "state_dict": state}
+    if losses is not None:
+        payload["losses"] = torch.as_tensor(losses, dtype=torch.float32)
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -51,7 +56,7 @@ def save_checkpoint(model: Transformer, kind: str, train_config: TrainConfig, pa
         manifest[path.name] = {
             "sha256": sha256_of(path),
             "bytes": path.stat().st_size,
-            "command": rebuild_command(kind),
+            "command": command or rebuild_command(kind),
             "parameters": model.num_params(),
         }
         MANIFEST.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -67,6 +72,14 @@ def load_checkpoint(path, device=None) -> Transformer:
         state["head.weight"] = state["tok_emb.weight"]
     model.load_state_dict(state)
     return model.to(device).eval()
+
+
+def training_losses(kind: str):
+    """The per-step training losses (nats/token) stored with a shipped checkpoint, or None."""
+    check_kind(kind)
+    payload = torch.load(DATA_DIR / f"{kind}.pt", map_location="cpu", weights_only=True)
+    losses = payload.get("losses")
+    return None if losses is None else losses.numpy()
 
 
 def load_pretrained(kind: str, device=None) -> Transformer:

@@ -402,6 +402,65 @@ class ToyLanguage:
     def document_is_valid(self, ids) -> bool:
         return self.document_prob(ids) > 0.0
 
+    def document_next_token_probs(self, prefix, length: int) -> np.ndarray:
+        """Exact next-token distribution (V,) after a document prefix (starting with <bos>) on a
+        canvas of `length`: the current sentence must still fit in the room it started with, and
+        between sentences the document may stop (<eos>) only if no sentence could fit."""
+        length = self._check_length(length)
+        prefix = self._check_ids(prefix)
+        if not prefix or prefix[0] != self.bos_id or len(prefix) >= length:
+            raise ValueError(f"prefix must start with <bos> and be shorter than length ({length})")
+        start = 1  # where the current sentence began
+        for t in range(1, len(prefix)):
+            if prefix[t] in self.terminal_ids:
+                start = t + 1
+        done = self.split_document(prefix[:start])  # the complete sentences before the current one
+        partial, room = prefix[start:], length - start
+        if done is None or any(not self.is_valid(s) for s in done[0]) or len(partial) >= self.width:
+            raise ValueError(f"prefix {self.decode(prefix)!r} has probability 0 under the language")
+        if partial and partial[0] == self.eos_id:  # padding has begun: it continues to the end
+            if any(i != self.eos_id for i in partial) or self._p_too_long(room) == 0:
+                raise ValueError(f"prefix {self.decode(prefix)!r} has probability 0 under the language")
+            return np.eye(len(self.vocab))[self.eos_id]
+        tokens, probs = self._table
+        keep = self.sentence_lengths <= room
+        for k, tok in enumerate(partial):
+            keep &= tokens[:, k] == tok
+        dist = np.bincount(tokens[keep, len(partial)], weights=probs[keep], minlength=len(self.vocab))
+        if not partial:
+            dist[self.eos_id] = self._p_too_long(room)  # the next sentence does not fit: stop
+        if dist.sum() == 0:
+            raise ValueError(f"prefix {self.decode(prefix)!r} has probability 0 under the language")
+        return dist / dist.sum()
+
+    def document_parallel_fill_validity(self, marginals=None) -> float:
+        """Exact probability that a document whose positions are drawn independently, position i
+        from marginals[i] (L, V), is valid; default: the true marginals of a document of length
+        L. This is what one parallel pass of a masked-diffusion sampler produces. Dynamic
+        programme over where each sentence starts: f(p) = P(positions p.. form a valid rest)."""
+        if marginals is None:
+            raise ValueError("pass marginals (L, V), e.g. LANG.document_marginals(33)")
+        marg = np.asarray(marginals, dtype=np.float64)
+        if marg.ndim != 2 or marg.shape[1] != len(self.vocab) or marg.shape[0] < 2:
+            raise ValueError(f"marginals must have shape (L >= 2, {len(self.vocab)}), got {marg.shape}")
+        length = marg.shape[0]
+        tokens, _ = self._table
+        lengths = self.sentence_lengths
+        eos_rest = np.append(np.cumprod(marg[::-1, self.eos_id])[::-1], 1.0)  # P(all eos from p on)
+        f = np.zeros(length + 1)
+        f[length] = 1.0
+        cols = np.arange(self.max_sentence_tokens)
+        for p in range(length - 1, 0, -1):
+            room = length - p
+            fits = lengths <= room
+            window = marg[np.minimum(p + cols, length - 1)]  # (n_max, V) rows past the end are unused
+            per_token = window[cols, tokens[fits][:, : self.max_sentence_tokens]]  # (S', n_max)
+            per_token = np.where(cols[None, :] < lengths[fits][:, None], per_token, 1.0)
+            f[p] = (per_token.prod(axis=1) * f[p + lengths[fits]]).sum()
+            if self._p_too_long(room) > 0:
+                f[p] += eos_rest[p]
+        return float(marg[0, self.bos_id] * f[1])
+
     def document_entropy_bits(self, length: int) -> float:
         """Exact entropy (bits) of a document of `length` positions (bos included), by a
         dynamic programme over the room r left on the canvas:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from dataclasses import dataclass
 
@@ -29,9 +30,9 @@ HELD_OUT_SEED = 10_000  # documents for evaluation come from a seed training nev
 
 @dataclass
 class TrainConfig:
-    steps: int = 4000  # optimizer steps
-    batch_size: int = 128  # documents per step (4096 tokens)
-    doc_length: int = 32  # canvas length, <bos> included (= ModelConfig.max_len)
+    steps: int = 6000  # optimizer steps
+    batch_size: int = 128  # documents per step (4224 tokens)
+    doc_length: int = 33  # canvas length: <bos> + 32 tokens (= ModelConfig.max_len)
     lr: float = 2e-3  # peak learning rate, after linear warm-up
     warmup: int = 200  # warm-up steps
     min_lr_ratio: float = 0.05  # cosine decay ends at lr * min_lr_ratio
@@ -45,7 +46,7 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name} must be a positive int, got {getattr(self, name)!r}")
 
 
-def model_config(kind: str, doc_length: int = 32, **overrides) -> ModelConfig:
+def model_config(kind: str, doc_length: int = 33, **overrides) -> ModelConfig:
     """The course's tiny model: the same shape for both kinds, only `causal` differs."""
     check_kind(kind)
     return ModelConfig(vocab_size=len(LANG.vocab), max_len=doc_length, causal=(kind == "ar"), **overrides)
@@ -70,7 +71,7 @@ def loss_fn(kind: str):
     return lambda model, docs, generator: diffusion_loss(model, docs, generator=generator)
 
 
-def held_out_documents(n: int = 512, length: int = 32) -> torch.Tensor:
+def held_out_documents(n: int = 512, length: int = 33) -> torch.Tensor:
     return torch.from_numpy(LANG.sample_documents(n, length, seed=HELD_OUT_SEED))
 
 
@@ -121,13 +122,17 @@ def main(argv=None):
     parser.add_argument("kind", choices=KINDS)
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
     parser.add_argument("--out", default=None, help="checkpoint path (default: data/<kind>.pt)")
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)  # results are bitwise reproducible for a fixed thread count
     cfg = TrainConfig(steps=args.steps, seed=args.seed)
+    command = "python -m helpers.train " + " ".join(argv if argv is not None else sys.argv[1:])
     started = time.perf_counter()
     model, losses = train(args.kind, cfg)
     minutes = (time.perf_counter() - started) / 60
-    path = save_checkpoint(model, args.kind, cfg, path=args.out)
+    path = save_checkpoint(model, args.kind, cfg, path=args.out, losses=losses, command=command)
     print(f"trained {args.kind} for {cfg.steps} steps in {minutes:.1f} min; final loss {losses[-100:].mean():.4f} nats")
     print(f"saved {path}")
 

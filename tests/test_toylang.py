@@ -190,3 +190,42 @@ def test_document_marginals_match_samples():
 def test_bad_input_raises_value_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_document_next_token_probs_follow_the_chain_rule():
+    for doc in LANG.sample_documents(20, 32, seed=4):
+        log_p = sum(np.log(LANG.document_next_token_probs(doc[:t], 32)[doc[t]]) for t in range(1, 32))
+        assert log_p == pytest.approx(np.log(LANG.document_prob(doc)), abs=1e-9)
+    first = LANG.document_next_token_probs([LANG.bos_id], 32)
+    assert first[LANG.eos_id] == 0 and np.allclose(first, LANG.next_token_probs([]))
+    near_end = LANG.document_next_token_probs([LANG.bos_id] + LANG.encode("the cat sleeps .") * 6, 32)
+    assert near_end[LANG.eos_id] > 0  # with 7 positions left a long sentence cannot fit
+    with pytest.raises(ValueError, match="probability 0"):
+        LANG.document_next_token_probs([LANG.bos_id] + LANG.encode("the cat the"), 32)
+
+
+def test_document_parallel_fill_validity_matches_sampling():
+    length = 9
+    marg = LANG.document_marginals(length)
+    predicted = LANG.document_parallel_fill_validity(marg)
+    rng = np.random.default_rng(0)
+    n = 100_000
+    docs = np.stack([rng.choice(len(LANG.vocab), size=n, p=m / m.sum()) for m in marg], axis=1)
+    unique, inverse = np.unique(docs, axis=0, return_inverse=True)
+    valid = np.array([LANG.document_is_valid(d) for d in unique])[inverse.ravel()]
+    assert abs(valid.mean() - predicted) < 5 * np.sqrt(predicted * (1 - predicted) / n)
+    one_doc = LANG.sample_documents(1, 33, seed=0)[0]
+    assert LANG.document_parallel_fill_validity(np.eye(len(LANG.vocab))[one_doc]) == 1.0
+    with pytest.raises(ValueError, match="marginals must have shape"):
+        LANG.document_parallel_fill_validity(np.ones((4, 3)))
+
+
+def test_parallel_fill_of_city_names():
+    words = LANG.encode("alice flew from new york to san diego .")
+    visible = {i: t for i, t in enumerate(words) if i not in (3, 4, 6, 7)} | {9: 0, 10: 0, 11: 0}
+    first = LANG.conditional(3, visible)
+    second = LANG.conditional(4, visible)
+    one_city = sum(first[LANG.stoi[a]] * second[LANG.stoi[b]] for a, b in LANG.grammar.cities)
+    assert LANG.parallel_fill_validity(visible) == pytest.approx(one_city**2, rel=1e-12)
+    assert 0.2 < one_city < 0.5  # each city comes out whole only a third of the time
+    assert LANG.parallel_fill_validity() == pytest.approx(1.2878e-05, rel=1e-3)
