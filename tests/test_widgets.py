@@ -1,0 +1,133 @@
+"""Headless tests of the course widgets: set control values, check the figure follows."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot is imported anywhere: no display needed
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.colors import to_hex
+
+from helpers.plotting import AR_COLOR, TRUTH_COLOR
+from helpers.toylang import LANG
+from helpers.widgets import draw_typewriter_step, typewriter_trace, typewriter_widget
+
+
+def title(widget) -> str:
+    return widget.figure.axes[0].get_title(loc="left")
+
+
+def bar_labels(widget) -> list[str]:
+    return [t.get_text() for t in widget.figure.axes[0].get_xticklabels()]
+
+
+def bar_colors(widget) -> list[str]:
+    return [to_hex(p.get_facecolor()) for p in widget.figure.axes[0].patches]
+
+
+# ---------------------------------------------------------------------------- typewriter
+
+
+def test_trace_is_ancestral_sampling_of_a_valid_sentence():
+    for seed in range(5):
+        trace = typewriter_trace(seed)
+        sentence = trace[-1].prefix
+        assert trace[-1].token == LANG.eos_id
+        assert LANG.is_valid(sentence)
+        assert [s.token for s in trace[:-1]] == sentence  # each step appends its token
+        chosen = np.array([s.probs[s.token] for s in trace])
+        assert chosen.prod() == pytest.approx(LANG.prob(sentence), rel=1e-12)  # the chain rule
+        for s in trace:
+            np.testing.assert_array_equal(s.probs, LANG.next_token_probs(s.prefix))
+
+
+def test_trace_matches_the_hand_written_loop_of_notebook_01():
+    rng = np.random.default_rng(2)
+    prefix = []
+    while (token := int(rng.choice(len(LANG.vocab), p=LANG.next_token_probs(prefix)))) != LANG.eos_id:
+        prefix.append(token)
+    assert typewriter_trace(2)[-1].prefix == prefix
+
+
+def test_widget_default_draws_the_static_figure():
+    w = typewriter_widget(seed=2, step=5)
+    assert w.error is None and w.figure is not None
+    trace = typewriter_trace(2)
+    assert w.step_slider.max == len(trace) - 1 and w.step_slider.value == 5
+    assert title(w) == f"step 5:  {LANG.decode(trace[5].prefix)} [{LANG.vocab[trace[5].token]}]"
+    # the same drawing function on a fresh axes gives the same bars
+    fig, ax = plt.subplots()
+    draw_typewriter_step(ax, trace, 5)
+    assert [t.get_text() for t in ax.get_xticklabels()] == bar_labels(w)
+    plt.close(fig)
+
+
+def test_slider_moves_the_figure_and_highlights_the_sampled_token():
+    w = typewriter_widget(seed=2, step=5)
+    seen = set()
+    for step in range(w.step_slider.max + 1):
+        w.step_slider.value = step
+        assert w.error is None
+        now = w.trace[step]
+        assert title(w).startswith(f"step {step}:")
+        labels, colors = bar_labels(w), bar_colors(w)
+        assert 1 <= len(labels) <= 10
+        picked = labels.index(LANG.vocab[now.token])
+        assert colors[picked] == to_hex(AR_COLOR)
+        assert all(c == to_hex(TRUTH_COLOR) for i, c in enumerate(colors) if i != picked)
+        seen.add(title(w))
+    assert len(seen) == w.step_slider.max + 1  # every step draws something different
+
+
+def test_first_step_says_nothing_is_typed_and_shows_the_chain_rule_product():
+    w = typewriter_widget(seed=2, step=0)
+    first = w.trace[0]
+    assert title(w) == f"step 0:  (nothing typed yet) [{LANG.vocab[first.token]}]"
+    corner = w.figure.axes[0].texts[-1].get_text()
+    assert f"= {first.probs[first.token]:.2e}" in corner
+    w.step_slider.value = w.step_slider.max  # the last step: the product is P(sentence)
+    corner = w.figure.axes[0].texts[-1].get_text()
+    assert f"= {LANG.prob(w.trace[-1].prefix):.2e}" in corner
+
+
+def test_seed_box_types_a_new_sentence_and_clamps_the_step():
+    w = typewriter_widget(seed=0, step=0)
+    long_max = w.step_slider.max
+    w.step_slider.value = long_max
+    w.seed_box.value = 11  # "the cats sing ." is shorter than seed 0's sentence
+    short = typewriter_trace(11)
+    assert w.error is None
+    assert w.step_slider.max == len(short) - 1 < long_max
+    assert w.step_slider.value == w.step_slider.max
+    assert title(w) == f"step {w.step_slider.max}:  {LANG.decode(short[-1].prefix)} [<eos>]"
+    assert bar_labels(w) == ["<eos>"]  # after "." the grammar leaves no choice
+
+
+def test_sampled_token_outside_the_top_is_still_shown():
+    trace = typewriter_trace(0)
+    for step, s in enumerate(trace):
+        rank = int((s.probs > s.probs[s.token]).sum())
+        if rank >= 1:
+            fig, ax = plt.subplots()
+            draw_typewriter_step(ax, trace, step, top=1)
+            assert [t.get_text() for t in ax.get_xticklabels()] == [LANG.vocab[s.token]]
+            plt.close(fig)
+            return
+    pytest.fail("seed 0 never samples a token that is not the most likely")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"seed": -1}, {"seed": 1.5}, {"step": -1}, {"step": 99}, {"top": 0}, {"seed": True}],
+)
+def test_widget_rejects_bad_arguments(kwargs):
+    with pytest.raises(ValueError):
+        typewriter_widget(**kwargs)
+
+
+def test_draw_rejects_a_step_outside_the_sentence():
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="step must be in"):
+        draw_typewriter_step(ax, typewriter_trace(0), 50)
+    plt.close(fig)
