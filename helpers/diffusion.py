@@ -201,7 +201,10 @@ def sample(
 
     Tokens are argmax at temperature 0, else sampled (float64) from the tempered softmax.
     Returns the canvas (B, T0 + length); with return_trace, (canvas, trace) where trace has one
-    dict per forward pass: canvas after the step, committed / remasked / revised masks (B, T).
+    dict per forward pass: the canvas after the step, boolean masks (B, T) of the positions
+    committed / re-masked / revised (re-committed with a different token) in it, and the
+    confidence (probability when committed) of every filled position (NaN where masked; +inf
+    for the prompt).
     """
     if prompt is None:
         prompt = torch.tensor([LANG.bos_id], dtype=torch.long)
@@ -264,6 +267,14 @@ def sample(
             canvas = canvas.masked_fill(remasked, LANG.mask_id)
             if return_trace:
                 trace.append(
-                    dict(canvas=canvas.clone(), committed=commit, remasked=remasked, revised=revised, block=b, step=j)
+                    dict(
+                        canvas=canvas.clone(),
+                        committed=commit,
+                        remasked=remasked,
+                        revised=revised,
+                        confidence=stored_conf.masked_fill(canvas == LANG.mask_id, float("nan")),
+                        block=b,
+                        step=j,
+                    )
                 )
     return (canvas, trace) if return_trace else canvas

@@ -7,18 +7,26 @@ picture and the interactive one always agree. Later notebooks add their widgets 
 
 Notebook 01: `typewriter_widget` steps through ancestral sampling of one sentence of the toy
 language and shows the exact next-token distribution at every step.
+Notebook 02: `model_typewriter_widget` does the same for a document typed by the AR model, with
+the model's next-token probabilities beside the exact ones.
+Notebook 03: `side_by_side_widget` shows the AR document and the diffusion canvas after the same
+number of passes.
 """
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 import ipywidgets as widgets
 import numpy as np
+import torch
 from IPython.display import display
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
+from helpers.model import Transformer
 from helpers.plotting import AR_COLOR, TRUTH_COLOR, use_course_style
 from helpers.toylang import LANG, ToyLanguage
 
@@ -106,21 +114,20 @@ def draw_typewriter_step(
     ax.set_title(f"step {step}:  {typed} [{lang.vocab[now.token]}]", loc="left")
 
 
-def typewriter_widget(seed: int = 0, step: int = 0, top: int = 10, lang: ToyLanguage = LANG) -> widgets.VBox:
-    """A step slider and a seed box over `draw_typewriter_step`.
+def stepper_widget(make_trace, draw, seed: int, step: int, last_step, label: str = "step") -> widgets.VBox:
+    """A slider over the steps of a trace and a seed box that makes a new trace.
 
-    Returns the VBox; its controls are also attributes for tests and for driving it from code:
-    `.step_slider`, `.seed_box`, `.output` (where the figure is drawn), `.figure` (the latest
-    figure), `.trace` (the steps of the current sentence) and `.error` (None unless a redraw
-    failed; the callback shows the message instead of raising)."""
+    make_trace(seed) -> trace; draw(figure, trace, step) draws one step on a fresh Figure;
+    last_step(trace) -> the slider's maximum. The returned VBox exposes `.step_slider`,
+    `.seed_box`, `.output` (where the figure is shown), `.figure` (the latest one), `.trace` and
+    `.error` (None unless a redraw failed: the callback shows the message instead of raising)."""
     use_course_style()
-    trace = typewriter_trace(seed, lang)
-    step = _check_int("step", step, 0)
-    if step >= len(trace):
-        raise ValueError(f"step must be in 0 .. {len(trace) - 1} for the sentence of seed {seed}, got {step}")
-    top = _check_int("top", top, 1)
+    trace = make_trace(seed)
+    step = _check_int(label, step, 0)
+    if step > last_step(trace):
+        raise ValueError(f"{label} must be in 0 .. {last_step(trace)} for seed {seed}, got {step}")
 
-    step_slider = widgets.IntSlider(value=step, min=0, max=len(trace) - 1, description="step", continuous_update=True)
+    step_slider = widgets.IntSlider(value=step, min=0, max=last_step(trace), description=label)
     seed_box = widgets.BoundedIntText(value=seed, min=0, max=1_000_000, description="seed")
     output = widgets.Output()
     box = widgets.VBox([widgets.HBox([step_slider, seed_box]), output])
@@ -131,17 +138,17 @@ def typewriter_widget(seed: int = 0, step: int = 0, top: int = 10, lang: ToyLang
         try:  # a callback must never raise into the frontend: show the problem instead
             # A Figure without pyplot: nothing accumulates in pyplot's registry across redraws.
             fig = Figure(layout="constrained")
-            draw_typewriter_step(fig.add_subplot(), box.trace, step_slider.value, top=top, lang=lang)
+            draw(fig, box.trace, step_slider.value)
             box.figure, box.error = fig, None
         except Exception as err:
-            fig, box.error = None, f"could not draw step {step_slider.value}: {err}"
+            fig, box.error = None, f"could not draw {label} {step_slider.value}: {err}"
         with output:
             output.clear_output(wait=True)
             display(fig if fig is not None else box.error)
 
-    def new_sentence(change) -> None:
-        box.trace = typewriter_trace(int(change["new"]), lang)
-        last = len(box.trace) - 1
+    def new_trace(change) -> None:
+        box.trace = make_trace(int(change["new"]))
+        last = last_step(box.trace)
         step_slider.unobserve(redraw, names="value")  # one redraw below, not one per changed bound
         step_slider.value = min(step_slider.value, last)
         step_slider.max = last
@@ -149,6 +156,210 @@ def typewriter_widget(seed: int = 0, step: int = 0, top: int = 10, lang: ToyLang
         redraw()
 
     step_slider.observe(redraw, names="value")
-    seed_box.observe(new_sentence, names="value")
+    seed_box.observe(new_trace, names="value")
     redraw()
     return box
+
+
+def typewriter_widget(seed: int = 0, step: int = 0, top: int = 10, lang: ToyLanguage = LANG) -> widgets.VBox:
+    """A step slider and a seed box over `draw_typewriter_step` (see `stepper_widget`)."""
+    top = _check_int("top", top, 1)
+    return stepper_widget(
+        make_trace=lambda s: typewriter_trace(s, lang),
+        draw=lambda fig, trace, k: draw_typewriter_step(fig.add_subplot(), trace, k, top=top, lang=lang),
+        seed=seed,
+        step=step,
+        last_step=lambda trace: len(trace) - 1,
+    )
+
+
+# ---------------------------------------------------------------------------- model typewriter (02)
+
+
+@torch.no_grad()
+def model_typewriter_trace(model: Transformer, seed: int = 0, temperature: float = 1.0) -> list[TypewriterStep]:
+    """One document typed by a causal model (KV cache, float64 sampling, seeded), keeping the
+    model's next-token distribution at every step. `prefix` excludes the leading <bos>."""
+    if not isinstance(model, Transformer) or not model.config.causal:
+        raise ValueError("model_typewriter_trace needs a causal helpers.model.Transformer")
+    seed = _check_int("seed", seed, 0)
+    if not isinstance(temperature, int | float) or temperature <= 0:
+        raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
+    generator = torch.Generator().manual_seed(seed)
+    cache = model.new_cache(1)
+    step_input = torch.tensor([[LANG.bos_id]])
+    typed: list[int] = []
+    steps: list[TypewriterStep] = []
+    for _ in range(model.config.max_len - 1):
+        logits = model(step_input, cache=cache)[0, -1]  # (V,)
+        probs = torch.softmax(logits.double() / temperature, dim=-1)  # (V,)
+        token = int(torch.multinomial(probs, 1, generator=generator))
+        steps.append(TypewriterStep(prefix=list(typed), probs=probs.numpy(), token=token))
+        typed.append(token)
+        step_input = torch.tensor([[token]])
+    return steps
+
+
+def draw_model_step(ax: Axes, trace: list[TypewriterStep], step: int, top: int = 8, lang: ToyLanguage = LANG) -> None:
+    """The model's most likely next tokens (red, the sampled one outlined) beside the exact
+    probabilities of the document language (grey), with the document typed so far."""
+    if not 0 <= step < len(trace):
+        raise ValueError(f"step must be in 0 .. {len(trace) - 1}, got {step}")
+    now = trace[step]
+    length = len(trace) + 1  # <bos> + one position per step
+    try:
+        truth = lang.document_next_token_probs([lang.bos_id, *now.prefix], length)
+    except ValueError:  # an earlier token already broke the document: no exact distribution exists
+        truth = None
+    shown = _shown_tokens(now.probs, now.token, top)
+    x = np.arange(len(shown))
+    bars = ax.bar(x - 0.2, now.probs[shown], width=0.4, color=AR_COLOR, label="model")
+    bars[list(shown).index(now.token)].set_edgecolor("black")
+    bars[list(shown).index(now.token)].set_linewidth(2)
+    if truth is not None:
+        ax.bar(x + 0.2, truth[shown], width=0.4, color=TRUTH_COLOR, label="exact")
+    ax.set_xticks(x, [lang.vocab[t] for t in shown], rotation=30, ha="right")
+    ax.set_ylim(0, 1.12)
+    ax.set_ylabel("P(next token)")
+    ax.legend(loc="upper right")
+    note = "" if truth is not None else "   (the text so far is already impossible: no exact distribution)"
+    typed = lang.decode(now.prefix).replace(" <eos>", "") or "(nothing typed yet)"
+    wrapped = textwrap.fill(f"{typed} [{lang.vocab[now.token]}]", width=95)
+    ax.set_title(
+        f"step {step} of {len(trace) - 1}: sampled '{lang.vocab[now.token]}' "
+        f"with p = {now.probs[now.token]:.3f}{note}\n{wrapped}",
+        loc="left",
+        fontsize=9,
+    )
+
+
+def model_typewriter_widget(model: Transformer, seed: int = 0, step: int = 0, top: int = 8) -> widgets.VBox:
+    """Step through one document typed by `model` (see `stepper_widget`)."""
+    top = _check_int("top", top, 1)
+    return stepper_widget(
+        make_trace=lambda s: model_typewriter_trace(model, s),
+        draw=lambda fig, trace, k: draw_model_step(fig.add_subplot(), trace, k, top=top),
+        seed=seed,
+        step=step,
+        last_step=lambda trace: len(trace) - 1,
+    )
+
+
+# ---------------------------------------------------------------------------- side by side (03)
+
+
+@dataclass
+class SideBySide:
+    """Both decoders on the same budget: the AR document and the diffusion canvas after every pass."""
+
+    ar_tokens: list[int]  # the AR document after all passes (no bos), one token per pass
+    ar_probs: list[float]  # probability of each typed token when it was typed
+    canvases: list[np.ndarray]  # diffusion canvas (no bos) after pass 0 (all masks), 1, ..., K
+    confidences: list[np.ndarray]  # confidence of each filled position after each pass (NaN = masked)
+
+
+@torch.no_grad()
+def side_by_side_trace(ar_model: Transformer, dllm: Transformer, steps: int = 8, seed: int = 0) -> SideBySide:
+    """Sample one document with each model at temperature 1: the AR model token by token, the
+    diffusion model in `steps` passes with the confidence strategy."""
+    from helpers.diffusion import sample
+
+    typed = model_typewriter_trace(ar_model, seed)
+    length = dllm.config.max_len - 1
+    generator = torch.Generator().manual_seed(seed)
+    _, trace = sample(dllm, length, steps, temperature=1.0, generator=generator, return_trace=True)
+    canvases = [np.full(length, LANG.mask_id)] + [t["canvas"][0, 1:].numpy() for t in trace]
+    confidences = [np.full(length, np.nan)] + [t["confidence"][0, 1:].numpy() for t in trace]
+    return SideBySide(
+        ar_tokens=[s.token for s in typed],
+        ar_probs=[float(s.probs[s.token]) for s in typed],
+        canvases=canvases,
+        confidences=confidences,
+    )
+
+
+def _draw_row(ax: Axes, words: list[str | None], shade: list[float], color_map, title: str) -> None:
+    """One row of boxes, one per position: a word (None = still masked) on a shade of colour."""
+    ax.set_xlim(0, len(words))
+    ax.set_ylim(0, 1)
+    ax.axis("off")
+    for i, (word, value) in enumerate(zip(words, shade, strict=True)):
+        face = "white" if word is None else color_map(0.25 + 0.75 * value)
+        ax.add_patch(Rectangle((i + 0.05, 0.05), 0.9, 0.9, facecolor=face, edgecolor="#999999", linewidth=0.6))
+        if word is not None:
+            dark = value > 0.6
+            ax.text(
+                i + 0.5,
+                0.5,
+                word,
+                rotation=90,
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if dark else "black",
+            )
+    ax.set_title(title, loc="left", fontsize=9)
+
+
+def draw_side_by_side_step(fig: Figure, trace: SideBySide, passes: int) -> None:
+    """The two decoders after `passes` forward passes each (colour = probability of each token
+    when it was written; white = not written yet)."""
+    from matplotlib import colormaps
+
+    K = len(trace.canvases) - 1
+    n = len(trace.ar_tokens)
+    if not 0 <= passes <= n:
+        raise ValueError(f"passes must be in 0 .. {n}, got {passes}")
+    top, bottom = fig.subplots(2, 1)
+    ar_words = [LANG.vocab[t] if i < passes else None for i, t in enumerate(trace.ar_tokens)]
+    ar_shade = [p if i < passes else 0.0 for i, p in enumerate(trace.ar_probs)]
+    _draw_row(
+        top,
+        ar_words,
+        ar_shade,
+        colormaps["Reds"],
+        f"typewriter (AR): {passes} passes, {passes} of {n} positions written",
+    )
+    k = min(passes, K)
+    canvas, conf = trace.canvases[k], np.nan_to_num(trace.confidences[k], nan=0.0)
+    d_words = [None if t == LANG.mask_id else LANG.vocab[t] for t in canvas]
+    filled = int(np.sum(canvas != LANG.mask_id))
+    done = " (finished)" if passes >= K else ""
+    _draw_row(
+        bottom,
+        d_words,
+        list(conf),
+        colormaps["Blues"],
+        f"editor (masked diffusion, K = {K}): {k} passes{done}, {filled} of {n} positions written",
+    )
+
+
+def draw_side_by_side(ar_model: Transformer, dllm: Transformer, passes: int = 4, steps: int = 8, seed: int = 0):
+    """The static figure (a pyplot figure) of `side_by_side_widget` at its default setting."""
+    import matplotlib.pyplot as plt
+
+    use_course_style()
+    fig = plt.figure(figsize=(10, 3.2), layout="constrained")
+    draw_side_by_side_step(fig, side_by_side_trace(ar_model, dllm, steps, seed), passes)
+    return fig
+
+
+def side_by_side_widget(
+    ar_model: Transformer, dllm: Transformer, passes: int = 4, steps: int = 8, seed: int = 0
+) -> widgets.VBox:
+    """A pass slider (0 .. 32) over both decoders and a seed box (see `stepper_widget`)."""
+    steps = _check_int("steps", steps, 1)
+    box = stepper_widget(
+        make_trace=lambda s: side_by_side_trace(ar_model, dllm, steps, s),
+        draw=lambda fig, trace, k: draw_side_by_side_step(_wide(fig), trace, k),
+        seed=seed,
+        step=passes,
+        last_step=lambda trace: len(trace.ar_tokens),
+        label="passes",
+    )
+    return box
+
+
+def _wide(fig: Figure) -> Figure:
+    fig.set_size_inches(10, 3.2)
+    return fig

@@ -131,3 +131,64 @@ def test_draw_rejects_a_step_outside_the_sentence():
     with pytest.raises(ValueError, match="step must be in"):
         draw_typewriter_step(ax, typewriter_trace(0), 50)
     plt.close(fig)
+
+
+# ---------------------------------------------------------------------------- model typewriter (02)
+
+
+def tiny_model(causal: bool):
+    import torch
+
+    from helpers.model import ModelConfig, Transformer
+
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_size=len(LANG.vocab), max_len=17, d_model=16, n_layer=1, n_head=2, causal=causal)
+    return Transformer(config).eval()
+
+
+def test_model_typewriter_trace_is_reproducible_and_complete():
+    from helpers.widgets import model_typewriter_trace
+
+    model = tiny_model(causal=True)
+    a, b = model_typewriter_trace(model, seed=3), model_typewriter_trace(model, seed=3)
+    assert len(a) == 16 and [s.token for s in a] == [s.token for s in b]
+    assert all(abs(s.probs.sum() - 1) < 1e-9 for s in a)
+    assert a[5].prefix == [s.token for s in a[:5]]
+    with pytest.raises(ValueError, match="causal"):
+        model_typewriter_trace(tiny_model(causal=False))
+
+
+def test_model_typewriter_widget_follows_the_slider_and_seed():
+    from helpers.widgets import model_typewriter_widget
+
+    w = model_typewriter_widget(tiny_model(causal=True), seed=1, step=2)
+    assert w.error is None and title(w).startswith("step 2 of 15")
+    w.step_slider.value = 9
+    assert w.error is None and title(w).startswith("step 9 of 15")
+    before = [s.token for s in w.trace]
+    w.seed_box.value = 2
+    assert w.error is None and [s.token for s in w.trace] != before
+    # an untrained model writes impossible text: the exact bars are left out, not an error
+    assert "no exact distribution" in title(w) or len(w.figure.axes[0].patches) > 8
+
+
+# ---------------------------------------------------------------------------- side by side (03)
+
+
+def test_side_by_side_shows_both_decoders_after_the_same_passes():
+    from helpers.widgets import side_by_side_trace, side_by_side_widget
+
+    ar, dllm = tiny_model(causal=True), tiny_model(causal=False)
+    trace = side_by_side_trace(ar, dllm, steps=4, seed=0)
+    assert len(trace.canvases) == 5 and (trace.canvases[0] == LANG.mask_id).all()
+    assert not (trace.canvases[-1] == LANG.mask_id).any()
+    filled = [int((c != LANG.mask_id).sum()) for c in trace.canvases]
+    assert filled == [0, 4, 8, 12, 16]
+    w = side_by_side_widget(ar, dllm, passes=2, steps=4)
+    titles = [ax.get_title(loc="left") for ax in w.figure.axes]
+    assert titles[0].startswith("typewriter (AR): 2 passes") and "K = 4): 2 passes" in titles[1]
+    w.step_slider.value = 16
+    titles = [ax.get_title(loc="left") for ax in w.figure.axes]
+    assert w.error is None and "16 of 16" in titles[0] and "(finished)" in titles[1]
+    with pytest.raises(ValueError, match="passes must be in 0 .. 16"):
+        side_by_side_widget(ar, dllm, passes=17, steps=4)
