@@ -162,6 +162,25 @@ def _check_sample_args(model, length, steps, prompt, strategy, block_length, thr
     return block_length, n_blocks
 
 
+def _ancestral_moves(canvas, masked, in_block, j, steps, remask, generator):
+    """MDLM's step from t to s (ReMDM-cap when remask is set): which masked positions to commit
+    and which committed ones to re-mask, both decided by coin flips before the pass."""
+    t, s = 1 - j / steps, 1 - (j + 1) / steps
+    u = torch.rand(canvas.shape, generator=generator, device=canvas.device)  # (B, T)
+    sigma = 0.0 if remask is None or j == 0 else min(remask, s / (1 - t))
+    p_unmask = ((1 - s) - (1 - sigma) * (1 - t)) / t  # = (t - s) / t without remasking
+    committed = (canvas != LANG.mask_id) & in_block
+    return masked & (u < p_unmask), committed & (u < sigma)
+
+
+def _least_confident(canvas, allowed, stored_conf, fraction):
+    """Boolean (B, T): round(fraction * filled) of the filled positions in `allowed` whose
+    confidence when they were committed was lowest (ReMDM-conf, made deterministic)."""
+    filled = (canvas != LANG.mask_id) & allowed  # (B, T)
+    n = (fraction * filled.sum(dim=1)).round().long()  # (B,)
+    return top_counts((-stored_conf).masked_fill(~filled, float("-inf")), n)
+
+
 @torch.no_grad()
 def sample(
     model: Transformer,
@@ -193,9 +212,9 @@ def sample(
       schedule asks for one token per step, so passes adapt to the model's confidence;
       `steps` is only an upper bound.
     - remask=eta, the editor (ReMDM). With the confidence strategies: after committing, re-mask
-      round(eta * committed) tokens of the block, those with the lowest confidence when they were
-      committed (ReMDM-conf made deterministic), and commit that many more in the next step;
-      never in a block's last step. With "ancestral": ReMDM-cap, each committed token is re-masked
+      round(eta * n) of the n tokens the block had before this step, those with the lowest
+      confidence when they were committed (ReMDM-conf made deterministic), and commit that many
+      more in the next step; never in a block's last step. With "ancestral": ReMDM-cap, each committed token is re-masked
       with probability sigma = min(eta, s / (1 - t)) and masked ones unmasked with probability
       ((1 - s) - (1 - sigma)(1 - t)) / t, which keeps the expected masked fraction at s.
 
@@ -233,36 +252,27 @@ def sample(
                 break  # threshold decoding can finish a block early
             last_step = j == steps_per_block - 1
             remasked = torch.zeros_like(masked)
-            if strategy == "ancestral":
-                t, s = 1 - j / steps_per_block, 1 - (j + 1) / steps_per_block
-                u = torch.rand(canvas.shape, generator=generator, device=device)  # (B, T)
-                sigma = 0.0 if remask is None or j == 0 else min(remask, s / (1 - t))
-                p_unmask = ((1 - s) - (1 - sigma) * (1 - t)) / t
-                commit = masked & (u < p_unmask)
-                committed_before = (canvas != LANG.mask_id) & in_block
-                remasked = committed_before & (u < sigma)
+            if strategy == "ancestral":  # positions are decided before the pass
+                commit, remasked = _ancestral_moves(canvas, masked, in_block, j, steps_per_block, remask, generator)
                 if not (commit.any() or remasked.any()):
-                    continue  # nothing changes: the pass is skipped, not counted
+                    continue  # nothing would change: the pass is skipped, and not counted
             logits = masked_logits(model, canvas)  # (B, T, V) one forward pass
             probs = torch.softmax(logits.double(), dim=-1)  # (B, T, V)
             chosen = choose_tokens(logits, temperature, generator)  # (B, T)
             chosen_conf = probs.gather(-1, chosen[..., None]).squeeze(-1)  # (B, T) p(chosen token)
             if strategy != "ancestral":
-                scores = confidence_scores(probs, chosen, strategy, generator)  # (B, T)
-                scores = scores.masked_fill(~masked, float("-inf"))
+                scores = confidence_scores(probs, chosen, strategy, generator).masked_fill(~masked, float("-inf"))
                 counts = torch.full_like(pending, schedule[j]) + pending  # (B,)
                 if threshold is not None:
                     counts = torch.maximum(counts, ((chosen_conf >= threshold) & masked).sum(dim=1))
-                counts = torch.minimum(counts, masked.sum(dim=1)) if not last_step else masked.sum(dim=1)
+                counts = masked.sum(dim=1) if last_step else torch.minimum(counts, masked.sum(dim=1))
                 commit = top_counts(scores, counts)
             revised = commit & (last_token >= 0) & (last_token != chosen)
             canvas = torch.where(commit, chosen, canvas)
             stored_conf = torch.where(commit, chosen_conf, stored_conf)
             last_token = torch.where(commit, chosen, last_token)
             if remask is not None and strategy != "ancestral" and not last_step:
-                committed = (canvas != LANG.mask_id) & in_block & ~commit  # (B, T) older commits only
-                n_remask = (remask * ((canvas != LANG.mask_id) & in_block).sum(dim=1)).round().long()
-                remasked = top_counts((-stored_conf).masked_fill(~committed, float("-inf")), n_remask)
+                remasked = _least_confident(canvas, in_block & ~commit, stored_conf, remask)
                 pending = remasked.sum(dim=1)
             canvas = canvas.masked_fill(remasked, LANG.mask_id)
             if return_trace:
