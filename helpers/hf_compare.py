@@ -91,6 +91,7 @@ def compare(repeat: int = 7, seed: int = 0) -> dict:
     torch.manual_seed(seed)
     ours = Transformer(gpt2_small_config()).eval()
     hf = hf_twin(ours)
+    ours.input_major_()  # the layout every course model uses for decoding (see Transformer.input_major_)
     prompt = torch.randint(0, ours.config.vocab_size, (1, PROMPT_TOKENS))
 
     def run_ours():

@@ -154,6 +154,21 @@ class Transformer(nn.Module):
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
 
+    @torch.no_grad()
+    def input_major_(self) -> Transformer:
+        """Store every weight matrix input-major in memory (strides of an (in, out) array), keeping
+        its (out, in) shape, values and results. A decode step multiplies one row vector by each
+        matrix; with this layout the CPU's matrix-vector kernel streams the weights about 1.5x
+        faster (notebook 04 measures it). GPT-2's original code stores its weights this way too.
+        Training keeps the default layout; loaded checkpoints use this one. Returns self."""
+        for module in self.modules():
+            if isinstance(module, nn.Linear) and module.weight is not self.tok_emb.weight:
+                module.weight = nn.Parameter(module.weight.t().contiguous().t())
+        self.tok_emb.weight = nn.Parameter(self.tok_emb.weight.t().contiguous().t())
+        if self.config.tie_weights:
+            self.head.weight = self.tok_emb.weight
+        return self
+
     def num_params(self) -> int:
         """Parameters, counting tied weights once."""
         return sum(p.numel() for p in self.parameters())
