@@ -27,7 +27,16 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from helpers.model import Transformer
-from helpers.plotting import AR_COLOR, TRUTH_COLOR, use_course_style
+from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, use_course_style
+from helpers.roofline import (
+    MODEL_SHAPES,
+    ar_pass_costs,
+    dllm_latency,
+    get_hardware,
+    load_hardware_table,
+    model_shape,
+    predicted_time,
+)
 from helpers.toylang import LANG, ToyLanguage
 
 # ---------------------------------------------------------------------------- typewriter (01)
@@ -295,10 +304,14 @@ def _draw_row(ax: Axes, words: list[str | None], shade: list[float], color_map, 
                 rotation=90,
                 ha="center",
                 va="center",
-                fontsize=7,
+                fontsize=8,
                 color="white" if dark else "black",
             )
     ax.set_title(title, loc="left", fontsize=9)
+
+
+def _word(token: int) -> str:
+    return "·" if token == LANG.eos_id else LANG.vocab[token]  # padding as a dot, as in the notebooks
 
 
 def draw_side_by_side_step(fig: Figure, trace: SideBySide, passes: int) -> None:
@@ -311,7 +324,7 @@ def draw_side_by_side_step(fig: Figure, trace: SideBySide, passes: int) -> None:
     if not 0 <= passes <= n:
         raise ValueError(f"passes must be in 0 .. {n}, got {passes}")
     top, bottom = fig.subplots(2, 1)
-    ar_words = [LANG.vocab[t] if i < passes else None for i, t in enumerate(trace.ar_tokens)]
+    ar_words = [_word(t) if i < passes else None for i, t in enumerate(trace.ar_tokens)]
     ar_shade = [p if i < passes else 0.0 for i, p in enumerate(trace.ar_probs)]
     _draw_row(
         top,
@@ -322,7 +335,7 @@ def draw_side_by_side_step(fig: Figure, trace: SideBySide, passes: int) -> None:
     )
     k = min(passes, K)
     canvas, conf = trace.canvases[k], np.nan_to_num(trace.confidences[k], nan=0.0)
-    d_words = [None if t == LANG.mask_id else LANG.vocab[t] for t in canvas]
+    d_words = [None if t == LANG.mask_id else _word(t) for t in canvas]
     filled = int(np.sum(canvas != LANG.mask_id))
     done = " (finished)" if passes >= K else ""
     _draw_row(
@@ -363,3 +376,197 @@ def side_by_side_widget(
 def _wide(fig: Figure) -> Figure:
     fig.set_size_inches(10, 3.2)
     return fig
+
+
+# ---------------------------------------------------------------------------- latency explorer (04)
+# Notebook 04: projected latency of generating N tokens, AR (N passes) vs masked diffusion (K passes),
+# on a device from data/hardware.csv, from helpers.roofline's cost model.
+
+EXPLORER_BLOCK = 32  # block length of the Fast-dLLM-style cached decoding the explorer offers
+EXPLORER_CACHES = {"none (LLaDA: full canvas every pass)": None, "dual cache, blocks of 32 (Fast-dLLM)": "dual"}
+EXPLORER_DEFAULTS = dict(
+    hardware="NVIDIA H100 SXM", model="Llama-3-8B", dtype="bf16", batch=1, steps=32, n_max=4096, cache=None
+)
+
+
+@dataclass
+class LatencyCurves:
+    """Projected seconds to generate N tokens (after a one-token prompt), for each N in `n`."""
+
+    n: np.ndarray  # output lengths N: 32, 64, 128, ... (powers of two up to n_max)
+    ar: np.ndarray  # AR with a KV cache: one prefill + N - 1 decode steps (helpers.roofline.ar_latency)
+    dllm: np.ndarray  # masked diffusion (helpers.roofline.dllm_latency)
+    dllm_passes: np.ndarray  # passes the diffusion decoder makes at each N
+    ideal: np.ndarray  # AR latency x passes / N: what counting passes alone predicts for the dLLM
+
+
+def explorer_lengths(n_max: int, block_length: int = EXPLORER_BLOCK) -> np.ndarray:
+    """N = block_length, 2 x block_length, 4 x ... up to n_max: every N a whole number of blocks."""
+    n_max = _check_int("n_max", n_max, block_length)
+    lengths = [block_length]
+    while lengths[-1] * 2 <= n_max:
+        lengths.append(lengths[-1] * 2)
+    return np.array(lengths)
+
+
+def dllm_steps(n_tokens: int, steps: int, cache: str | None, block_length: int = EXPLORER_BLOCK) -> int:
+    """Passes the explorer's diffusion decoder makes for N tokens when asked for K: at most one token
+    per pass needs K <= N; with blocks, K is rounded to a whole number of passes per block, at least one."""
+    steps = min(steps, n_tokens)
+    if cache is None:
+        return steps
+    n_blocks = n_tokens // block_length
+    return n_blocks * max(1, round(steps / n_blocks))
+
+
+def latency_curves(
+    hardware=EXPLORER_DEFAULTS["hardware"],
+    model=EXPLORER_DEFAULTS["model"],
+    *,
+    dtype: str = "bf16",
+    batch: int = 1,
+    steps: int = 32,
+    n_max: int = 4096,
+    cache: str | None = None,
+) -> LatencyCurves:
+    """AR and dLLM latency vs N from helpers.roofline (the same numbers as ar_latency / dllm_latency).
+
+    hardware: a helpers.roofline.Hardware or a device in data/hardware.csv; model: a ModelShape,
+    a ModelConfig or a name in MODEL_SHAPES; cache None (every pass over the whole canvas) or
+    "dual" (Fast-dLLM blocks of EXPLORER_BLOCK tokens)."""
+    hw = get_hardware(hardware)
+    peak = hw.peak_flops(dtype)  # ValueError if the vendor publishes no peak for this dtype
+    batch = _check_int("batch", batch, 1)
+    steps = _check_int("steps", steps, 1)
+    if cache not in (None, "dual"):
+        raise ValueError(f"cache must be None or 'dual', got {cache!r}")
+    n = explorer_lengths(n_max)
+    # AR: the passes for N tokens are the first N of those for n_max, so one cumulative sum serves every N
+    ar_steps = [
+        predicted_time(c, hw.bandwidth, peak) for c in ar_pass_costs(int(n[-1]), model, batch=batch, dtype=dtype)
+    ]
+    ar = np.cumsum(ar_steps)[n - 1]
+    passes = np.array([dllm_steps(int(k), steps, cache) for k in n])
+    dllm = np.array(
+        [
+            dllm_latency(
+                int(k), int(p), model, hw, prompt=1, block_length=EXPLORER_BLOCK if cache else None, cache=cache,
+                batch=batch, dtype=dtype,
+            )
+            for k, p in zip(n, passes, strict=True)
+        ]
+    )  # fmt: skip
+    return LatencyCurves(n=n, ar=ar, dllm=dllm, dllm_passes=passes, ideal=ar * passes / n)
+
+
+def _seconds_text(seconds: float) -> str:
+    return f"{seconds * 1e3:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+def draw_latency_explorer(
+    ax: Axes,
+    hardware=EXPLORER_DEFAULTS["hardware"],
+    model=EXPLORER_DEFAULTS["model"],
+    *,
+    dtype: str = "bf16",
+    batch: int = 1,
+    steps: int = 32,
+    n_max: int = 4096,
+    cache: str | None = None,
+) -> LatencyCurves:
+    """Latency vs N on log-log axes: AR (red), dLLM (blue), and the dLLM as pass counting alone
+    would have it (dotted): where the blue curve leaves the dotted one, passes stopped being
+    free. Returns the curves drawn."""
+    curves = latency_curves(hardware, model, dtype=dtype, batch=batch, steps=steps, n_max=n_max, cache=cache)
+    hw, name = get_hardware(hardware), model_shape(model).name
+    kind = "no cache" if cache is None else f"dual cache, blocks of {EXPLORER_BLOCK}"
+    ax.plot(curves.n, curves.ar, "o-", color=AR_COLOR, label="AR, KV cache: N passes")
+    ax.plot(curves.n, curves.dllm, "s-", color=DLLM_COLOR, label=f"dLLM, K = {steps} passes ({kind})")
+    ax.plot(curves.n, curves.ideal, ":", color=DLLM_COLOR, label="dLLM if a pass cost one AR step")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(curves.n, [str(k) for k in curves.n])
+    ax.set_xticks([], minor=True)
+    ax.set_xlabel("tokens generated, N")
+    ax.set_ylabel("projected latency (s)")
+    ax.set_title(f"{name}, {dtype}, batch {batch} on {hw.device} (projection)", loc="left")
+    n, ar, dllm, passes = curves.n[-1], curves.ar[-1], curves.dllm[-1], curves.dllm_passes[-1]
+    ax.text(
+        0.02,
+        0.70,
+        f"ridge point {hw.ridge_point(dtype):.0f} FLOP/B\nat N = {n}: AR {_seconds_text(ar)}, "
+        f"dLLM {_seconds_text(dllm)}\nAR / dLLM = {ar / dllm:.1f}x, pass ratio N / K = {n / passes:.1f}x",
+        transform=ax.transAxes,
+        ha="left",
+        va="top",
+        fontsize=8,
+    )
+    ax.legend(loc="upper left")
+    return curves
+
+
+def latency_explorer_widget(
+    hardware=EXPLORER_DEFAULTS["hardware"],
+    model=EXPLORER_DEFAULTS["model"],
+    *,
+    dtype: str = "bf16",
+    batch: int = 1,
+    steps: int = 32,
+    n_max: int = 4096,
+    cache: str | None = None,
+) -> widgets.VBox:
+    """Controls over `draw_latency_explorer`: device, model, dtype, batch, K, largest N, cache.
+
+    Returns the VBox; its controls are attributes for tests and for driving it from code:
+    `.hardware_box`, `.model_box`, `.dtype_box`, `.batch_slider`, `.steps_slider`, `.n_max_slider`,
+    `.cache_box`, and `.output`, `.figure` (latest figure), `.curves` (latest LatencyCurves),
+    `.error` (None unless a redraw failed, e.g. a device with no published peak for the dtype:
+    the message is shown instead of raising)."""
+    use_course_style()
+    latency_curves(hardware, model, dtype=dtype, batch=batch, steps=steps, n_max=n_max, cache=cache)  # validates
+    devices = list(load_hardware_table())
+    caches = {v: k for k, v in EXPLORER_CACHES.items()}
+    powers = lambda lo, hi: [2**k for k in range(lo, hi + 1)]  # noqa: E731
+    batches, step_choices, lengths = powers(0, 9), powers(2, 10), powers(7, 14)
+    for value, allowed, what in ((batch, batches, "batch"), (steps, step_choices, "steps"), (n_max, lengths, "n_max")):
+        if value not in allowed:
+            raise ValueError(f"{what} must be one of {allowed} in the explorer, got {value!r}")
+
+    hardware_box = widgets.Dropdown(options=devices, value=get_hardware(hardware).device, description="device")
+    model_box = widgets.Dropdown(options=list(MODEL_SHAPES), value=model_shape(model).name, description="model")
+    dtype_box = widgets.ToggleButtons(options=["bf16", "fp32"], value=dtype, description="dtype")
+    batch_slider = widgets.SelectionSlider(options=batches, value=batch, description="batch")
+    steps_slider = widgets.SelectionSlider(options=step_choices, value=steps, description="K passes")
+    n_max_slider = widgets.SelectionSlider(options=lengths, value=n_max, description="largest N")
+    cache_box = widgets.Dropdown(options=list(EXPLORER_CACHES), value=caches[cache], description="dLLM cache")
+    output = widgets.Output()
+    controls = [hardware_box, model_box, dtype_box, batch_slider, steps_slider, n_max_slider, cache_box]
+    box = widgets.VBox([widgets.HBox(controls[:3]), widgets.HBox(controls[3:6]), cache_box, output])
+    box.hardware_box, box.model_box, box.dtype_box, box.cache_box = hardware_box, model_box, dtype_box, cache_box
+    box.batch_slider, box.steps_slider, box.n_max_slider, box.output = batch_slider, steps_slider, n_max_slider, output
+    box.figure, box.curves, box.error = None, None, None
+
+    def redraw(_change=None) -> None:
+        try:  # a callback must never raise into the frontend: show the problem instead
+            fig = Figure(layout="constrained")
+            curves = draw_latency_explorer(
+                fig.add_subplot(),
+                hardware_box.value,
+                model_box.value,
+                dtype=dtype_box.value,
+                batch=batch_slider.value,
+                steps=steps_slider.value,
+                n_max=n_max_slider.value,
+                cache=EXPLORER_CACHES[cache_box.value],
+            )
+            box.figure, box.curves, box.error = fig, curves, None
+        except Exception as err:
+            fig, box.error = None, f"cannot project this setting: {err}"
+        with output:
+            output.clear_output(wait=True)
+            display(fig if fig is not None else box.error)
+
+    for control in controls:
+        control.observe(redraw, names="value")
+    redraw()
+    return box
