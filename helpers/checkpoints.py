@@ -71,7 +71,7 @@ def load_checkpoint(path, device=None) -> Transformer:
     if model.config.tie_weights:
         state["head.weight"] = state["tok_emb.weight"]
     model.load_state_dict(state)
-    return model.input_major_().to(device).eval()
+    return model.decode_layout_().to(device).eval()
 
 
 def training_losses(kind: str):

@@ -214,9 +214,10 @@ def sample(
     - remask=eta, the editor (ReMDM). With the confidence strategies: after committing, re-mask
       round(eta * n) of the n tokens the block had before this step, those with the lowest
       confidence when they were committed (ReMDM-conf made deterministic), and commit that many
-      more in the next step; never in a block's last step. With "ancestral": ReMDM-cap, each committed token is re-masked
-      with probability sigma = min(eta, s / (1 - t)) and masked ones unmasked with probability
-      ((1 - s) - (1 - sigma)(1 - t)) / t, which keeps the expected masked fraction at s.
+      more in the next step; never in a block's last step. With "ancestral": ReMDM-cap, each
+      committed token is re-masked with probability sigma = min(eta, s / (1 - t)) and masked
+      ones unmasked with probability ((1 - s) - (1 - sigma)(1 - t)) / t, which keeps the
+      expected masked fraction at s.
 
     Tokens are argmax at temperature 0, else sampled (float64) from the tempered softmax.
     Returns the canvas (B, T0 + length); with return_trace, (canvas, trace) where trace has one

@@ -4,7 +4,8 @@ Both decoders get GPT-2 small's shape (124M parameters, fp32) and the *same rand
 decode greedily 64 new tokens after an 8-token prompt at batch 1 on the CPU, and are timed
 alternately so both see the same machine conditions; medians are compared. In the same run we
 measure a single large GEMV and a STREAM triad, to put the decode loop's achieved bandwidth
-(bytes a step reads / time per step) in context.
+(bytes a step reads / time per step) in context; the decode step and the GEMV are timed
+alternately, so that slow spells of the machine hit both.
 
     pip install transformers==5.23.0        # only for this measurement, not a course dependency
     python -m helpers.hf_compare --out data/hf_compare.json
@@ -19,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from helpers.ar import generate
-from helpers.model import Transformer, gpt2_small_config
+from helpers.model import Transformer, decode_layout, gpt2_small_config
 from helpers.roofline import decode_step_cost
-from helpers.timing import gemv_bandwidth, machine_summary, stream_bandwidth
+from helpers.timing import DEFAULT_GEMV_COLS, default_array_bytes, linear_bytes, machine_summary, stream_bandwidth
 
 PROMPT_TOKENS, NEW_TOKENS = 8, 64
 
@@ -75,23 +77,35 @@ def time_once(fn) -> float:
 
 
 @torch.inference_mode()
-def decode_step_seconds(model: Transformer, context: int, repeat: int = 20) -> float:
-    """Median time of one cached decode step at a given context length."""
+def step_and_gemv_seconds(model: Transformer, context: int, repeat: int = 25) -> tuple[float, float, float]:
+    """Median seconds of one cached decode step (at `context`) and of one large GEMV, timed
+    alternately so that both see the same machine conditions. Returns (step s, GEMV s, GEMV bytes)."""
     cache = model.new_cache(1)
     model(torch.zeros(1, context, dtype=torch.long), cache=cache)
     token = torch.zeros(1, 1, dtype=torch.long)
-    times = []
-    for _ in range(repeat):
+    n_cols = DEFAULT_GEMV_COLS
+    n_rows = default_array_bytes() // (n_cols * 4)  # W fills >= 4x the last-level cache
+    W = decode_layout(torch.rand(n_rows, n_cols))  # (n_rows, n_cols), stored as the model's weights are
+    x = torch.rand(1, n_cols)  # (1, n_cols)
+
+    def step():
         cache.length = context
-        times.append(time_once(lambda: model(token, cache=cache, last_only=True)))
-    return float(np.median(times))
+        return model(token, cache=cache, last_only=True)
+
+    steps, gemvs = [], []
+    for i in range(repeat + 3):  # the first 3 rounds warm up
+        s, g = time_once(step), time_once(lambda: F.linear(x, W))
+        if i >= 3:
+            steps.append(s)
+            gemvs.append(g)
+    return float(np.median(steps)), float(np.median(gemvs)), linear_bytes(n_rows, n_cols, 1, 4)
 
 
 def compare(repeat: int = 7, seed: int = 0) -> dict:
     torch.manual_seed(seed)
     ours = Transformer(gpt2_small_config()).eval()
     hf = hf_twin(ours)
-    ours.input_major_()  # the layout every course model uses for decoding (see Transformer.input_major_)
+    ours.decode_layout_()  # the layout every course model decodes with (Transformer.decode_layout_)
     prompt = torch.randint(0, ours.config.vocab_size, (1, PROMPT_TOKENS))
 
     def run_ours():
@@ -111,9 +125,8 @@ def compare(repeat: int = 7, seed: int = 0) -> dict:
     ours_tps, hf_tps = NEW_TOKENS / np.median(ours_s), NEW_TOKENS / np.median(hf_s)
 
     context = PROMPT_TOKENS + NEW_TOKENS // 2  # the average context of the run
-    step_s = decode_step_seconds(ours, context)
+    step_s, gemv_s, gemv_bytes = step_and_gemv_seconds(ours, context)
     step_bytes = decode_step_cost(ours.config, context=context, bytes_per_param=4).total_bytes
-    gemv = gemv_bandwidth()
     triad = stream_bandwidth("triad")
     return {
         "command": "python -m helpers.hf_compare --out data/hf_compare.json",
@@ -129,7 +142,8 @@ def compare(repeat: int = 7, seed: int = 0) -> dict:
         "decode_step_ms": round(1e3 * step_s, 3),
         "decode_step_bytes": int(step_bytes),
         "decode_gb_s": round(step_bytes / step_s / 1e9, 2),
-        "gemv_gb_s": round(gemv.value, 2),
+        "gemv_gb_s": round(gemv_bytes / gemv_s / 1e9, 2),
+        "gemv_shape": f"{DEFAULT_GEMV_COLS} inputs, {gemv_bytes / 2**20:.0f} MiB of float32 weights",
         "triad_gb_s": round(triad.value, 2),
     }
 

@@ -81,21 +81,18 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=config.bias)
         self.proj = nn.Linear(config.d_model, config.d_model, bias=config.bias)
         self.causal = config.causal
+        self.scale = 1.0 / math.sqrt(config.head_dim)
         allowed = torch.ones(config.max_len, config.max_len, dtype=torch.bool).tril()
         self.register_buffer("allowed", allowed, persistent=False)  # (max_len, max_len)
 
     def forward(self, x, kv=None, start=0):
         B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)  # (B, T, C) each
-        q = q.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
-        k = k.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
-        v = v.view(B, T, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
-        if kv is not None:  # write the new keys/values, then attend over everything so far
-            kv[0, :, :, start : start + T] = k
-            kv[1, :, :, start : start + T] = v
-            k = kv[0, :, :, : start + T]  # (B, H, S, hd), S = start + T
-            v = kv[1, :, :, : start + T]  # (B, H, S, hd)
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # (B, H, T, S)
+        qkv = self.qkv(x).view(B, T, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, H, T, hd)
+        q, k, v = qkv  # (B, H, T, hd) each
+        if kv is not None:  # write the new keys and values (one copy), then attend over all so far
+            kv[:, :, :, start : start + T] = qkv[1:]
+            k, v = kv[:, :, :, : start + T]  # (B, H, S, hd) each, S = start + T
+        scores = (q @ k.transpose(-2, -1)) * self.scale  # (B, H, T, S)
         if self.causal and T > 1:  # a single new token may see every cached position
             S = k.size(2)
             scores = scores.masked_fill(~self.allowed[S - T : S, :S], float("-inf"))
@@ -155,16 +152,17 @@ class Transformer(nn.Module):
             nn.init.zeros_(module.bias)
 
     @torch.no_grad()
-    def input_major_(self) -> Transformer:
-        """Store every weight matrix input-major in memory (strides of an (in, out) array), keeping
-        its (out, in) shape, values and results. A decode step multiplies one row vector by each
-        matrix; with this layout the CPU's matrix-vector kernel streams the weights about 1.5x
-        faster (notebook 04 measures it). GPT-2's original code stores its weights this way too.
-        Training keeps the default layout; loaded checkpoints use this one. Returns self."""
+    def decode_layout_(self) -> Transformer:
+        """Store every weight matrix with its longer dimension contiguous in memory, keeping its
+        (out, in) shape, its values and every result. A decode step multiplies one vector by each
+        matrix; the CPU's matrix-vector kernel streams long contiguous runs fastest, so a matrix
+        with more outputs than inputs (qkv, the MLP's first layer, the output head) is stored
+        input-major, as GPT-2's original code stores all its weights. Notebook 04 measures the
+        difference. Training keeps PyTorch's default layout; loaded checkpoints use this one."""
         for module in self.modules():
             if isinstance(module, nn.Linear) and module.weight is not self.tok_emb.weight:
-                module.weight = nn.Parameter(module.weight.t().contiguous().t())
-        self.tok_emb.weight = nn.Parameter(self.tok_emb.weight.t().contiguous().t())
+                module.weight = nn.Parameter(decode_layout(module.weight))
+        self.tok_emb.weight = nn.Parameter(decode_layout(self.tok_emb.weight))
         if self.config.tie_weights:
             self.head.weight = self.tok_emb.weight
         return self
@@ -214,6 +212,12 @@ class Transformer(nn.Module):
                 f"is longer than max_len = {self.config.max_len}"
             )
         return start
+
+
+def decode_layout(weight: torch.Tensor) -> torch.Tensor:
+    """The same (out, in) matrix, stored input-major if out >= in (else as it is, row-major)."""
+    out_features, in_features = weight.shape
+    return weight.t().contiguous().t() if out_features >= in_features else weight.contiguous()
 
 
 class PassCounter:

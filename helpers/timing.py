@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from helpers.device import describe
+from helpers.model import decode_layout
 
 FALLBACK_LLC_BYTES = 32 * 2**20  # when the cache size cannot be read: a typical desktop L3
 CACHE_MULTIPLE = 4  # STREAM's rule: every array at least 4x the last-level cache
@@ -367,12 +368,13 @@ def time_linear(
     repeat: int = 10,
 ) -> Measurement:
     """Seconds per y = W x with W (n_rows, n_cols) and x (batch, n_cols), through F.linear,
-    the same call an nn.Linear in the course model makes. batch = 1 is a GEMV."""
+    the same call an nn.Linear in the course model makes. batch = 1 is a GEMV. W is stored the way
+    the course's models store their weights for decoding (helpers.model.decode_layout)."""
     for value, name in ((n_rows, "n_rows"), (n_cols, "n_cols"), (batch, "batch")):
         _check_int(value, name, 1)
     device = _as_device(device)
     _check_dtype(dtype)
-    W = torch.rand(n_rows, n_cols, device=device, dtype=dtype)  # (n_rows, n_cols)
+    W = decode_layout(torch.rand(n_rows, n_cols, device=device, dtype=dtype))  # (n_rows, n_cols)
     x = torch.rand(batch, n_cols, device=device, dtype=dtype)  # (B, n_cols)
     return benchmark(lambda: F.linear(x, W), warmup=warmup, repeat=repeat, device=device)  # (B, n_rows)
 

@@ -11,6 +11,8 @@ Notebook 02: `model_typewriter_widget` does the same for a document typed by the
 the model's next-token probabilities beside the exact ones.
 Notebook 03: `side_by_side_widget` shows the AR document and the diffusion canvas after the same
 number of passes.
+Notebook 04: `latency_explorer_widget` projects the latency of N tokens, AR vs masked diffusion, on a
+device from data/hardware.csv (helpers.roofline's cost model).
 """
 
 from __future__ import annotations

@@ -192,3 +192,102 @@ def test_side_by_side_shows_both_decoders_after_the_same_passes():
     assert w.error is None and "16 of 16" in titles[0] and "(finished)" in titles[1]
     with pytest.raises(ValueError, match="passes must be in 0 .. 16"):
         side_by_side_widget(ar, dllm, passes=17, steps=4)
+
+
+# ---------------------------------------------------------------------------- latency explorer (04)
+
+from helpers.plotting import DLLM_COLOR  # noqa: E402
+from helpers.roofline import ar_latency, dllm_latency, get_hardware  # noqa: E402
+from helpers.widgets import (  # noqa: E402
+    EXPLORER_CACHES,
+    EXPLORER_DEFAULTS,
+    dllm_steps,
+    draw_latency_explorer,
+    explorer_lengths,
+    latency_curves,
+    latency_explorer_widget,
+)
+
+
+def line_data(figure) -> list[list[float]]:
+    return [list(line.get_ydata()) for line in figure.axes[0].lines]
+
+
+def test_explorer_lengths_and_steps():
+    assert list(explorer_lengths(256)) == [32, 64, 128, 256]
+    assert list(explorer_lengths(300)) == [32, 64, 128, 256]
+    assert dllm_steps(64, 32, None) == 32 and dllm_steps(16, 32, None) == 16  # never more passes than tokens
+    assert dllm_steps(1024, 256, "dual") == 256  # 32 blocks x 8 passes
+    assert dllm_steps(1024, 16, "dual") == 32  # at least one pass per block
+    assert dllm_steps(96, 7, "dual") == 6  # 3 blocks x round(7 / 3) = 2
+
+
+@pytest.mark.parametrize("cache", [None, "dual"])
+def test_latency_curves_are_the_roofline_projections(cache):
+    curves = latency_curves("NVIDIA A100 80GB SXM", "Llama-3.2-1B", batch=2, steps=64, n_max=512, cache=cache)
+    assert list(curves.n) == [32, 64, 128, 256, 512]
+    for i, n in enumerate(curves.n):
+        n = int(n)
+        assert curves.ar[i] == pytest.approx(ar_latency(n, "Llama-3.2-1B", "NVIDIA A100 80GB SXM", batch=2), rel=1e-12)
+        k = dllm_steps(n, 64, cache)
+        assert curves.dllm_passes[i] == k
+        block = 32 if cache else None
+        expected = dllm_latency(
+            n, k, "Llama-3.2-1B", "NVIDIA A100 80GB SXM", prompt=1, block_length=block, cache=cache, batch=2
+        )
+        assert curves.dllm[i] == pytest.approx(expected, rel=1e-12)
+        assert curves.ideal[i] == pytest.approx(curves.ar[i] * k / n)
+
+
+def test_latency_curves_reject_bad_arguments():
+    with pytest.raises(ValueError, match="no published bf16 peak"):
+        latency_curves("Apple M2 Max")
+    with pytest.raises(ValueError, match="cache must be None or 'dual'"):
+        latency_curves(cache="prefix")
+    with pytest.raises(ValueError, match="n_max must be an int >= 32"):
+        latency_curves(n_max=16)
+    with pytest.raises(ValueError, match="hardware must be"):
+        latency_curves("NVIDIA H1000")
+    with pytest.raises(ValueError, match="steps must be one of"):
+        latency_explorer_widget(steps=33)
+
+
+def test_explorer_widget_default_draws_the_static_figure():
+    w = latency_explorer_widget()
+    assert w.error is None and w.figure is not None
+    assert w.hardware_box.value == EXPLORER_DEFAULTS["hardware"] and w.model_box.value == EXPLORER_DEFAULTS["model"]
+    fig, ax = plt.subplots()
+    curves = draw_latency_explorer(ax)
+    assert [list(line.get_ydata()) for line in ax.lines] == line_data(w.figure)
+    assert [to_hex(line.get_color()) for line in ax.lines] == [to_hex(AR_COLOR), to_hex(DLLM_COLOR), to_hex(DLLM_COLOR)]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert list(curves.n) == list(w.curves.n)
+    plt.close(fig)
+
+
+def test_explorer_controls_move_the_curves():
+    w = latency_explorer_widget(n_max=512)
+    before = w.curves
+    w.steps_slider.value = 256
+    assert w.error is None and list(w.curves.dllm_passes) == [32, 64, 128, 256, 256]  # K is capped at N
+    assert w.curves.dllm[0] == before.dllm[0]  # N = 32: 32 passes either way
+    assert w.curves.dllm[-1] > before.dllm[-1]  # more passes, more time
+    w.model_box.value = "Llama-3.2-1B"
+    assert w.curves.ar[-1] < before.ar[-1]  # a smaller model reads fewer bytes per step
+    w.cache_box.value = [k for k, v in EXPLORER_CACHES.items() if v == "dual"][0]
+    assert w.error is None
+    w.batch_slider.value = 8
+    w.n_max_slider.value = 1024
+    assert w.curves.n[-1] == 1024 and "batch 8" in w.figure.axes[0].get_title(loc="left")
+
+
+def test_explorer_shows_a_message_instead_of_raising():
+    w = latency_explorer_widget(n_max=256)
+    w.hardware_box.value = "Apple M2 Max"  # no published FLOP/s: cannot be projected
+    assert w.error is not None and "no published bf16 peak" in w.error
+    w.hardware_box.value = "NVIDIA L4"
+    assert w.error is None and "NVIDIA L4" in w.figure.axes[0].get_title(loc="left")
+    assert get_hardware("NVIDIA B200 (HGX)").fp32_tflops is None
+    w.hardware_box.value = "NVIDIA B200 (HGX)"
+    w.dtype_box.value = "fp32"
+    assert w.error is not None and "fp32" in w.error
