@@ -296,7 +296,7 @@ class DecodeStep:
         }
 
 
-def _prefilled_cache(model: Transformer, context: int, batch: int, seed: int):
+def prefilled_cache(model: Transformer, context: int, batch: int, seed: int):
     """A KV cache holding `context` positions of random tokens (one prefill pass), and the
     (batch, 1) token the timed steps feed."""
     device, _ = _model_device_dtype(model)
@@ -346,7 +346,7 @@ def decode_step(
         raise ValueError(f"context ({context}) + 1 new token must fit in max_len ({model.config.max_len})")
     device, dtype = _model_device_dtype(model)
     with torch.inference_mode():
-        cache, token = _prefilled_cache(model, context, batch, seed)
+        cache, token = prefilled_cache(model, context, batch, seed)
 
         def step():
             cache.length = context  # every run appends at the same position

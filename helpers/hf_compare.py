@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from helpers.ar import generate
+from helpers.bench import prefilled_cache
 from helpers.model import Transformer, decode_layout, gpt2_small_config
 from helpers.roofline import decode_step_cost
 from helpers.timing import DEFAULT_GEMV_COLS, default_array_bytes, linear_bytes, machine_summary, stream_bandwidth
@@ -80,9 +81,7 @@ def time_once(fn) -> float:
 def step_and_gemv_seconds(model: Transformer, context: int, repeat: int = 25) -> tuple[float, float, float]:
     """Median seconds of one cached decode step (at `context`) and of one large GEMV, timed
     alternately so that both see the same machine conditions. Returns (step s, GEMV s, GEMV bytes)."""
-    cache = model.new_cache(1)
-    model(torch.zeros(1, context, dtype=torch.long), cache=cache)
-    token = torch.zeros(1, 1, dtype=torch.long)
+    cache, token = prefilled_cache(model, context, batch=1, seed=0)
     n_cols = DEFAULT_GEMV_COLS
     n_rows = default_array_bytes() // (n_cols * 4)  # W fills >= 4x the last-level cache
     W = decode_layout(torch.rand(n_rows, n_cols))  # (n_rows, n_cols), stored as the model's weights are

@@ -66,9 +66,6 @@ class KVCache:
         self.batch_size = batch_size
         self.length = 0
 
-    def reset(self) -> None:
-        self.length = 0
-
     def nbytes(self) -> int:
         """Bytes of the filled part (what a decode step reads)."""
         return self.data[:, :, :, :, : self.length].numel() * self.data.element_size()

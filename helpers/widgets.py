@@ -325,6 +325,7 @@ def draw_side_by_side_step(fig: Figure, trace: SideBySide, passes: int) -> None:
     n = len(trace.ar_tokens)
     if not 0 <= passes <= n:
         raise ValueError(f"passes must be in 0 .. {n}, got {passes}")
+    fig.set_size_inches(10, 3.2)  # one box per position: the figure needs the width
     top, bottom = fig.subplots(2, 1)
     ar_words = [_word(t) if i < passes else None for i, t in enumerate(trace.ar_tokens)]
     ar_shade = [p if i < passes else 0.0 for i, p in enumerate(trace.ar_probs)]
@@ -354,7 +355,7 @@ def draw_side_by_side(ar_model: Transformer, dllm: Transformer, passes: int = 4,
     import matplotlib.pyplot as plt
 
     use_course_style()
-    fig = plt.figure(figsize=(10, 3.2), layout="constrained")
+    fig = plt.figure(layout="constrained")
     draw_side_by_side_step(fig, side_by_side_trace(ar_model, dllm, steps, seed), passes)
     return fig
 
@@ -364,20 +365,14 @@ def side_by_side_widget(
 ) -> widgets.VBox:
     """A pass slider (0 .. 32) over both decoders and a seed box (see `stepper_widget`)."""
     steps = _check_int("steps", steps, 1)
-    box = stepper_widget(
+    return stepper_widget(
         make_trace=lambda s: side_by_side_trace(ar_model, dllm, steps, s),
-        draw=lambda fig, trace, k: draw_side_by_side_step(_wide(fig), trace, k),
+        draw=lambda fig, trace, k: draw_side_by_side_step(fig, trace, k),
         seed=seed,
         step=passes,
         last_step=lambda trace: len(trace.ar_tokens),
         label="passes",
     )
-    return box
-
-
-def _wide(fig: Figure) -> Figure:
-    fig.set_size_inches(10, 3.2)
-    return fig
 
 
 # ---------------------------------------------------------------------------- latency explorer (04)
