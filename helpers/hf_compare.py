@@ -24,8 +24,8 @@ import torch.nn.functional as F
 
 from helpers.ar import generate
 from helpers.bench import prefilled_cache
+from helpers.costs import decode_step_cost
 from helpers.model import Transformer, decode_layout, gpt2_small_config
-from helpers.roofline import decode_step_cost
 from helpers.timing import DEFAULT_GEMV_COLS, default_array_bytes, linear_bytes, machine_summary, stream_bandwidth
 
 PROMPT_TOKENS, NEW_TOKENS = 8, 64

@@ -11,8 +11,8 @@ Notebook 02: `model_typewriter_widget` does the same for a document typed by the
 the model's next-token probabilities beside the exact ones.
 Notebook 03: `side_by_side_widget` shows the AR document and the diffusion canvas after the same
 number of passes.
-Notebook 04: `latency_explorer_widget` projects the latency of N tokens, AR vs masked diffusion, on a
-device from data/hardware.csv (helpers.roofline's cost model).
+Notebook 04: `latency_explorer_widget` draws the latency of N tokens, AR vs masked diffusion, on a
+device from data/hardware.csv, as helpers.latency projects it (typical efficiency, ceiling dotted).
 """
 
 from __future__ import annotations
@@ -28,17 +28,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from helpers.costs import DTYPES, MODEL_SHAPES, model_shape
+from helpers.hardware import get_hardware, load_hardware_table
+from helpers.latency import EXPLORER_BLOCK, LatencyCurves, latency_curves
 from helpers.model import Transformer
 from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, use_course_style
-from helpers.roofline import (
-    MODEL_SHAPES,
-    ar_pass_costs,
-    dllm_latency,
-    get_hardware,
-    load_hardware_table,
-    model_shape,
-    predicted_time,
-)
 from helpers.toylang import LANG, ToyLanguage
 
 # ---------------------------------------------------------------------------- typewriter (01)
@@ -289,27 +283,29 @@ def side_by_side_trace(ar_model: Transformer, dllm: Transformer, steps: int = 8,
     )
 
 
-def _draw_row(ax: Axes, words: list[str | None], shade: list[float], color_map, title: str) -> None:
-    """One row of boxes, one per position: a word (None = still masked) on a shade of colour."""
-    ax.set_xlim(0, len(words))
-    ax.set_ylim(0, 1)
+def _draw_row(ax: Axes, words: list[str | None], shade: list[float], color_map, title: str, per_line: int = 16):
+    """Positions as boxes, `per_line` to a line, each a word (None = still masked, drawn blank)
+    on its colour: the darker, the more probable the token was when it was written."""
+    lines = -(-len(words) // per_line)
+    ax.set_xlim(0, per_line)
+    ax.set_ylim(lines, 0)
     ax.axis("off")
     for i, (word, value) in enumerate(zip(words, shade, strict=True)):
-        face = "white" if word is None else color_map(0.25 + 0.75 * value)
-        ax.add_patch(Rectangle((i + 0.05, 0.05), 0.9, 0.9, facecolor=face, edgecolor="#999999", linewidth=0.6))
+        x, y = i % per_line, i // per_line
+        face = "white" if word is None else color_map(value)
+        ax.add_patch(Rectangle((x + 0.04, y + 0.06), 0.92, 0.88, facecolor=face, edgecolor="#999999", linewidth=0.6))
         if word is not None:
-            dark = value > 0.6
-            ax.text(
-                i + 0.5,
-                0.5,
-                word,
-                rotation=90,
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="white" if dark else "black",
-            )
+            dark = value > 0.55
+            ax.text(x + 0.5, y + 0.5, word, ha="center", va="center", fontsize=7.5, color="white" if dark else "black")
     ax.set_title(title, loc="left", fontsize=9)
+
+
+def _shades(name: str):
+    """A matplotlib colour map from light (p = 0; not white, which means 'masked') to dark (p = 1)."""
+    from matplotlib import colormaps
+    from matplotlib.colors import ListedColormap
+
+    return ListedColormap(colormaps[name](np.linspace(0.15, 1.0, 256)))
 
 
 def _word(token: int) -> str:
@@ -317,15 +313,17 @@ def _word(token: int) -> str:
 
 
 def draw_side_by_side_step(fig: Figure, trace: SideBySide, passes: int) -> None:
-    """The two decoders after `passes` forward passes each (colour = probability of each token
-    when it was written; white = not written yet)."""
-    from matplotlib import colormaps
+    """The two decoders after `passes` forward passes each, 16 positions to a line (colour =
+    probability of each token when it was written, keys on the right; white = not written yet)."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
 
     K = len(trace.canvases) - 1
     n = len(trace.ar_tokens)
     if not 0 <= passes <= n:
         raise ValueError(f"passes must be in 0 .. {n}, got {passes}")
-    fig.set_size_inches(10, 3.2)  # one box per position: the figure needs the width
+    fig.set_size_inches(10, 3.9)  # one readable box per position
+    reds, blues = _shades("Reds"), _shades("Blues")
     top, bottom = fig.subplots(2, 1)
     ar_words = [_word(t) if i < passes else None for i, t in enumerate(trace.ar_tokens)]
     ar_shade = [p if i < passes else 0.0 for i, p in enumerate(trace.ar_probs)]
@@ -333,7 +331,7 @@ def draw_side_by_side_step(fig: Figure, trace: SideBySide, passes: int) -> None:
         top,
         ar_words,
         ar_shade,
-        colormaps["Reds"],
+        reds,
         f"typewriter (AR): {passes} passes, {passes} of {n} positions written",
     )
     k = min(passes, K)
@@ -345,9 +343,14 @@ def draw_side_by_side_step(fig: Figure, trace: SideBySide, passes: int) -> None:
         bottom,
         d_words,
         list(conf),
-        colormaps["Blues"],
+        blues,
         f"editor (masked diffusion, K = {K}): {k} passes{done}, {filled} of {n} positions written",
     )
+    for ax, shades in ((top, reds), (bottom, blues)):  # colour keys
+        key = ScalarMappable(Normalize(0, 1), shades)
+        bar = fig.colorbar(key, ax=ax, fraction=0.03, pad=0.01, ticks=[0, 0.5, 1])
+        bar.set_label("P(token) when\nwritten", fontsize=8)
+        bar.ax.tick_params(labelsize=7)
 
 
 def draw_side_by_side(ar_model: Transformer, dllm: Transformer, passes: int = 4, steps: int = 8, seed: int = 0):
@@ -377,87 +380,32 @@ def side_by_side_widget(
 
 # ---------------------------------------------------------------------------- latency explorer (04)
 # Notebook 04: projected latency of generating N tokens, AR (N passes) vs masked diffusion (K passes),
-# on a device from data/hardware.csv, from helpers.roofline's cost model.
+# on a device from data/hardware.csv; the numbers come from helpers.latency.latency_curves.
 
-EXPLORER_BLOCK = 32  # block length of the Fast-dLLM-style cached decoding the explorer offers
 EXPLORER_CACHES = {"none (LLaDA: full canvas every pass)": None, "dual cache, blocks of 32 (Fast-dLLM)": "dual"}
 EXPLORER_DEFAULTS = dict(
-    hardware="NVIDIA H100 SXM", model="Llama-3-8B", dtype="bf16", batch=1, steps=32, n_max=4096, cache=None
+    hardware="NVIDIA H100 SXM",
+    model="Llama-3-8B",
+    dllm_model="LLaDA-8B",  # the dLLM is projected with LLaDA-8B's own shape (full multi-head attention)
+    dtype="bf16",
+    batch=1,
+    steps=32,
+    n_max=4096,
+    cache=None,
 )
-
-
-@dataclass
-class LatencyCurves:
-    """Projected seconds to generate N tokens (after a one-token prompt), for each N in `n`."""
-
-    n: np.ndarray  # output lengths N: 32, 64, 128, ... (powers of two up to n_max)
-    ar: np.ndarray  # AR with a KV cache: one prefill + N - 1 decode steps (helpers.roofline.ar_latency)
-    dllm: np.ndarray  # masked diffusion (helpers.roofline.dllm_latency)
-    dllm_passes: np.ndarray  # passes the diffusion decoder makes at each N
-    ideal: np.ndarray  # AR latency x passes / N: what counting passes alone predicts for the dLLM
-
-
-def explorer_lengths(n_max: int, block_length: int = EXPLORER_BLOCK) -> np.ndarray:
-    """N = block_length, 2 x block_length, 4 x ... up to n_max: every N a whole number of blocks."""
-    n_max = _check_int("n_max", n_max, block_length)
-    lengths = [block_length]
-    while lengths[-1] * 2 <= n_max:
-        lengths.append(lengths[-1] * 2)
-    return np.array(lengths)
-
-
-def dllm_steps(n_tokens: int, steps: int, cache: str | None, block_length: int = EXPLORER_BLOCK) -> int:
-    """Passes the explorer's diffusion decoder makes for N tokens when asked for K: at most one token
-    per pass needs K <= N; with blocks, K is rounded to a whole number of passes per block, at least one."""
-    steps = min(steps, n_tokens)
-    if cache is None:
-        return steps
-    n_blocks = n_tokens // block_length
-    return n_blocks * max(1, round(steps / n_blocks))
-
-
-def latency_curves(
-    hardware=EXPLORER_DEFAULTS["hardware"],
-    model=EXPLORER_DEFAULTS["model"],
-    *,
-    dtype: str = "bf16",
-    batch: int = 1,
-    steps: int = 32,
-    n_max: int = 4096,
-    cache: str | None = None,
-) -> LatencyCurves:
-    """AR and dLLM latency vs N from helpers.roofline (the same numbers as ar_latency / dllm_latency).
-
-    hardware: a helpers.roofline.Hardware or a device in data/hardware.csv; model: a ModelShape,
-    a ModelConfig or a name in MODEL_SHAPES; cache None (every pass over the whole canvas) or
-    "dual" (Fast-dLLM blocks of EXPLORER_BLOCK tokens)."""
-    hw = get_hardware(hardware)
-    peak = hw.peak_flops(dtype)  # ValueError if the vendor publishes no peak for this dtype
-    batch = _check_int("batch", batch, 1)
-    steps = _check_int("steps", steps, 1)
-    if cache not in (None, "dual"):
-        raise ValueError(f"cache must be None or 'dual', got {cache!r}")
-    n = explorer_lengths(n_max)
-    # AR: the passes for N tokens are the first N of those for n_max, so one cumulative sum serves every N
-    ar_steps = [
-        predicted_time(c, hw.bandwidth, peak) for c in ar_pass_costs(int(n[-1]), model, batch=batch, dtype=dtype)
-    ]
-    ar = np.cumsum(ar_steps)[n - 1]
-    passes = np.array([dllm_steps(int(k), steps, cache) for k in n])
-    dllm = np.array(
-        [
-            dllm_latency(
-                int(k), int(p), model, hw, prompt=1, block_length=EXPLORER_BLOCK if cache else None, cache=cache,
-                batch=batch, dtype=dtype,
-            )
-            for k, p in zip(n, passes, strict=True)
-        ]
-    )  # fmt: skip
-    return LatencyCurves(n=n, ar=ar, dllm=dllm, dllm_passes=passes, ideal=ar * passes / n)
 
 
 def _seconds_text(seconds: float) -> str:
     return f"{seconds * 1e3:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+def readable_log_ticks(axis) -> None:
+    """Plain numbers (0.05, 0.1, 0.2, 0.5, 1, 2 ...) on a log axis instead of powers of ten."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator
+
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FormatStrFormatter("%g"))
+    axis.set_minor_formatter(FormatStrFormatter(""))
 
 
 def draw_latency_explorer(
@@ -470,35 +418,44 @@ def draw_latency_explorer(
     steps: int = 32,
     n_max: int = 4096,
     cache: str | None = None,
+    dllm_model=EXPLORER_DEFAULTS["dllm_model"],
 ) -> LatencyCurves:
-    """Latency vs N on log-log axes: AR (red), dLLM (blue), and the dLLM as pass counting alone
-    would have it (dotted): where the blue curve leaves the dotted one, passes stopped being
-    free. Returns the curves drawn."""
-    curves = latency_curves(hardware, model, dtype=dtype, batch=batch, steps=steps, n_max=n_max, cache=cache)
-    hw, name = get_hardware(hardware), model_shape(model).name
+    """Latency vs N on log-log axes: AR (red) and dLLM (blue) at the course's typical efficiency
+    (solid) and at the datasheet ceiling (dotted), and the dLLM as pass counting alone would have
+    it (grey dash-dot): where the blue curve leaves the grey one, passes stopped being free.
+    Returns the curves drawn."""
+    curves = latency_curves(
+        hardware, model, dtype=dtype, batch=batch, steps=steps, n_max=n_max, cache=cache, dllm_model=dllm_model
+    )
+    hw, name, dllm_name = get_hardware(hardware), model_shape(model).name, model_shape(dllm_model).name
     kind = "no cache" if cache is None else f"dual cache, blocks of {EXPLORER_BLOCK}"
-    ax.plot(curves.n, curves.ar, "o-", color=AR_COLOR, label="AR, KV cache: N passes")
-    ax.plot(curves.n, curves.dllm, "s-", color=DLLM_COLOR, label=f"dLLM, K = {steps} passes ({kind})")
-    ax.plot(curves.n, curves.ideal, ":", color=DLLM_COLOR, label="dLLM if a pass cost one AR step")
+    ax.plot(curves.n, curves.ar, "o-", color=AR_COLOR, label=f"AR ({name}), KV cache: N passes")
+    ax.plot(curves.n, curves.dllm, "s-", color=DLLM_COLOR, label=f"dLLM ({dllm_name}), K = {steps} passes, {kind}")
+    ax.plot(curves.n, curves.ar_ceiling, ":", color=AR_COLOR, lw=1.2)
+    ax.plot(curves.n, curves.dllm_ceiling, ":", color=DLLM_COLOR, lw=1.2)
+    ax.plot([], [], ":", color=TRUTH_COLOR, label="dotted: ceiling (100 % of datasheet)")
+    ax.plot(curves.n, curves.ideal, "-.", color=TRUTH_COLOR, lw=1, label="dLLM if a pass cost one AR step")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    readable_log_ticks(ax.yaxis)
     ax.set_xticks(curves.n, [str(k) for k in curves.n])
     ax.set_xticks([], minor=True)
     ax.set_xlabel("tokens generated, N")
-    ax.set_ylabel("projected latency (s)")
-    ax.set_title(f"{name}, {dtype}, batch {batch} on {hw.device} (projection)", loc="left")
+    ax.set_ylabel(f"projected latency (s)\nsolid: {curves.label}", fontsize=8)
+    ax.set_title(f"{dtype}, batch {batch} on {hw.device} (projection)", loc="left")
     n, ar, dllm, passes = curves.n[-1], curves.ar[-1], curves.dllm[-1], curves.dllm_passes[-1]
+    ceiling_ratio = curves.ar_ceiling[-1] / curves.dllm_ceiling[-1]
     ax.text(
-        0.02,
-        0.70,
-        f"ridge point {hw.ridge_point(dtype):.0f} FLOP/B\nat N = {n}: AR {_seconds_text(ar)}, "
-        f"dLLM {_seconds_text(dllm)}\nAR / dLLM = {ar / dllm:.1f}x, pass ratio N / K = {n / passes:.1f}x",
+        0.98,
+        0.03,
+        f"at N = {n}: AR {_seconds_text(ar)}, dLLM {_seconds_text(dllm)} (typical)\n"
+        f"AR / dLLM = {ar / dllm:.1f}x typical, {ceiling_ratio:.1f}x ceiling; N / K = {n / passes:.1f}x",
         transform=ax.transAxes,
-        ha="left",
-        va="top",
+        ha="right",
+        va="bottom",
         fontsize=8,
     )
-    ax.legend(loc="upper left")
+    ax.legend(loc="upper left", fontsize=8)
     return curves
 
 
@@ -511,16 +468,20 @@ def latency_explorer_widget(
     steps: int = 32,
     n_max: int = 4096,
     cache: str | None = None,
+    dllm_model=EXPLORER_DEFAULTS["dllm_model"],
 ) -> widgets.VBox:
-    """Controls over `draw_latency_explorer`: device, model, dtype, batch, K, largest N, cache.
+    """Controls over `draw_latency_explorer`: device, AR model, dLLM model, weight format, batch, K,
+    largest N, cache.
 
     Returns the VBox; its controls are attributes for tests and for driving it from code:
-    `.hardware_box`, `.model_box`, `.dtype_box`, `.batch_slider`, `.steps_slider`, `.n_max_slider`,
+    `.hardware_box`, `.model_box`, `.dllm_box`, `.dtype_box`, `.batch_slider`, `.steps_slider`, `.n_max_slider`,
     `.cache_box`, and `.output`, `.figure` (latest figure), `.curves` (latest LatencyCurves),
-    `.error` (None unless a redraw failed, e.g. a device with no published peak for the dtype:
-    the message is shown instead of raising)."""
+    `.error` (None unless a redraw failed, e.g. a device with no published peak for the dtype or a
+    model that does not fit in its memory: the message is shown instead of raising)."""
     use_course_style()
-    latency_curves(hardware, model, dtype=dtype, batch=batch, steps=steps, n_max=n_max, cache=cache)  # validates
+    latency_curves(  # validates
+        hardware, model, dtype=dtype, batch=batch, steps=steps, n_max=n_max, cache=cache, dllm_model=dllm_model
+    )
     devices = list(load_hardware_table())
     caches = {v: k for k, v in EXPLORER_CACHES.items()}
     powers = lambda lo, hi: [2**k for k in range(lo, hi + 1)]  # noqa: E731
@@ -531,15 +492,18 @@ def latency_explorer_widget(
 
     hardware_box = widgets.Dropdown(options=devices, value=get_hardware(hardware).device, description="device")
     model_box = widgets.Dropdown(options=list(MODEL_SHAPES), value=model_shape(model).name, description="model")
-    dtype_box = widgets.ToggleButtons(options=["bf16", "fp32"], value=dtype, description="dtype")
+    dllm_box = widgets.Dropdown(options=list(MODEL_SHAPES), value=model_shape(dllm_model).name, description="dLLM")
+    dtype_box = widgets.ToggleButtons(options=list(DTYPES), value=dtype, description="weights")
     batch_slider = widgets.SelectionSlider(options=batches, value=batch, description="batch")
     steps_slider = widgets.SelectionSlider(options=step_choices, value=steps, description="K passes")
     n_max_slider = widgets.SelectionSlider(options=lengths, value=n_max, description="largest N")
     cache_box = widgets.Dropdown(options=list(EXPLORER_CACHES), value=caches[cache], description="dLLM cache")
     output = widgets.Output()
-    controls = [hardware_box, model_box, dtype_box, batch_slider, steps_slider, n_max_slider, cache_box]
-    box = widgets.VBox([widgets.HBox(controls[:3]), widgets.HBox(controls[3:6]), cache_box, output])
-    box.hardware_box, box.model_box, box.dtype_box, box.cache_box = hardware_box, model_box, dtype_box, cache_box
+    controls = [hardware_box, model_box, dllm_box, dtype_box, batch_slider, steps_slider, n_max_slider, cache_box]
+    rows = [widgets.HBox(controls[:3]), dtype_box, widgets.HBox(controls[4:7]), cache_box]
+    box = widgets.VBox([*rows, output])
+    box.hardware_box, box.model_box, box.dllm_box = hardware_box, model_box, dllm_box
+    box.dtype_box, box.cache_box = dtype_box, cache_box
     box.batch_slider, box.steps_slider, box.n_max_slider, box.output = batch_slider, steps_slider, n_max_slider, output
     box.figure, box.curves, box.error = None, None, None
 
@@ -555,6 +519,7 @@ def latency_explorer_widget(
                 steps=steps_slider.value,
                 n_max=n_max_slider.value,
                 cache=EXPLORER_CACHES[cache_box.value],
+                dllm_model=dllm_box.value,
             )
             box.figure, box.curves, box.error = fig, curves, None
         except Exception as err:
