@@ -1,0 +1,132 @@
+"""Published decoding speeds, next to what the course's cost model projects for the same setting.
+
+data/published_decoding.csv holds one row per published measurement: AR decoders (gpt-fast,
+SGLang, Hugging Face generate) and masked-diffusion decoders (LLaDA's sampler, Fast-dLLM, d3LLM),
+with the device, model, dtype, batch, prompt and generated lengths, the passes of a diffusion
+decoder (as tokens per pass), the measured value and its unit, the source, and a note naming
+everything that had to be assumed. `calibration_table` projects each row twice, at the ceiling
+(100 % of the datasheet) and at the course's typical efficiency, and reports how much of each
+projection the published system reached. Rows of closed systems (model size unknown) are kept
+and say so; they are never guessed.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from helpers.costs import MODEL_SHAPES, TYPICAL_BANDWIDTH_EFFICIENCY, TYPICAL_COMPUTE_EFFICIENCY
+from helpers.hardware import load_hardware_table
+from helpers.latency import ar_latency, dllm_latency_at
+
+PUBLISHED_CSV = Path(__file__).resolve().parent.parent / "data" / "published_decoding.csv"
+UNITS = ("tok/s", "s/generation")
+CEILING = dict(bandwidth_efficiency=1.0, compute_efficiency=1.0)
+TYPICAL = dict(bandwidth_efficiency=TYPICAL_BANDWIDTH_EFFICIENCY, compute_efficiency=TYPICAL_COMPUTE_EFFICIENCY)
+
+
+@dataclass(frozen=True)
+class Published:
+    """One row of data/published_decoding.csv."""
+
+    system: str
+    kind: str  # "AR" or "dLLM"
+    device: str  # a device in data/hardware.csv, or what the source says
+    model: str  # a name in helpers.costs.MODEL_SHAPES, or "unknown"
+    dtype: str
+    batch: int | None
+    prompt_tokens: int | None
+    generated_tokens: int | None
+    tokens_per_pass: float | None  # dLLM: generated tokens / forward passes
+    cache: str | None  # dLLM: None, "prefix" or "dual"
+    block_length: int | None
+    measured: float
+    unit: str  # "tok/s" or "s/generation"
+    source: str
+    note: str
+
+    @property
+    def projectable(self) -> bool:
+        return self.model in MODEL_SHAPES and self.device in load_hardware_table()
+
+    def project(self, bandwidth_efficiency: float, compute_efficiency: float) -> float:
+        """The cost model's value for this row's setting, in the row's unit."""
+        if not self.projectable:
+            raise ValueError(f"{self.system}: cannot be projected ({self.note})")
+        effs = dict(bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=compute_efficiency)
+        n, shape = self.generated_tokens, MODEL_SHAPES[self.model]
+        if self.kind == "AR":
+            seconds = ar_latency(
+                n, shape, self.device, prompt=self.prompt_tokens, batch=self.batch, dtype=self.dtype, **effs
+            )
+        else:
+            seconds = dllm_latency_at(
+                n, self.tokens_per_pass, shape, self.device, prompt=self.prompt_tokens, cache=self.cache,
+                block_length=self.block_length, batch=self.batch, dtype=self.dtype, **effs,
+            )  # fmt: skip
+        return self.batch * n / seconds if self.unit == "tok/s" else seconds
+
+    def reached(self, projected: float) -> float:
+        """Measured speed / projected speed: 1 means the projection was exact, 0.5 half as fast."""
+        return self.measured / projected if self.unit == "tok/s" else projected / self.measured
+
+
+def _number(text: str, kind=float):
+    return kind(text) if text.strip() else None
+
+
+def load_published(path: str | Path | None = None) -> list[Published]:
+    """data/published_decoding.csv as a list of Published rows, in file order."""
+    path = Path(PUBLISHED_CSV if path is None else path)
+    if not path.is_file():
+        raise ValueError(f"published measurements not found at {path}")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    published = []
+    for row in rows:
+        if row["kind"] not in ("AR", "dLLM") or row["unit"] not in UNITS:
+            raise ValueError(f"{path.name}: row {row['system']!r} needs kind AR or dLLM and a unit in {UNITS}")
+        published.append(
+            Published(
+                system=row["system"],
+                kind=row["kind"],
+                device=row["device"],
+                model=row["model"],
+                dtype=row["dtype"],
+                batch=_number(row["batch"], int),
+                prompt_tokens=_number(row["prompt_tokens"], int),
+                generated_tokens=_number(row["generated_tokens"], int),
+                tokens_per_pass=_number(row["tokens_per_pass"]),
+                cache=row["cache"] or None,
+                block_length=_number(row["block_length"], int),
+                measured=float(row["measured"]),
+                unit=row["unit"],
+                source=row["source"],
+                note=row["note"],
+            )
+        )
+    return published
+
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    """A published row with its projections (None where it cannot be projected)."""
+
+    published: Published
+    ceiling: float | None  # projected at 100 % of the datasheet, in the row's unit
+    typical: float | None  # projected at the course's typical efficiency
+    reached_ceiling: float | None  # measured speed / ceiling speed
+    reached_typical: float | None  # measured speed / typical speed
+
+
+def calibration_table(path: str | Path | None = None) -> list[CalibrationRow]:
+    """Every published row next to the ceiling and typical projections of its setting."""
+    table = []
+    for row in load_published(path):
+        if not row.projectable:
+            table.append(CalibrationRow(row, None, None, None, None))
+            continue
+        ceiling, typical = row.project(**CEILING), row.project(**TYPICAL)
+        table.append(CalibrationRow(row, ceiling, typical, row.reached(ceiling), row.reached(typical)))
+    return table
