@@ -15,7 +15,7 @@ functions, so the notebook and the command line cannot disagree):
 2. `decode_step`: one cached decode step of the course's own decoder, exactly the call
    helpers.ar.generate makes (`model(token, cache=cache, last_only=True)`), at batch 1 with the
    cache prefilled to a realistic context; GPT-2 small's shape with random weights (fp32 on the
-   CPU, bf16 on CUDA). Compared with the roofline prediction from helpers.roofline, which uses
+   CPU, bf16 on CUDA). Compared with the roofline prediction from helpers.costs, which uses
    the bandwidth of a GEMV with the model's own row length (d_model columns), measured alongside;
    MBU.
 3. `width_sweep`: one pass of a bidirectional (diffusion) model over W positions, as a multiple of
@@ -24,6 +24,8 @@ functions, so the notebook and the command line cannot disagree):
 4. `tiny_models_n256`: the course's tiny model shape end to end: N = 256 new tokens with the
    KV-cached AR decoder (N passes) and with the masked-diffusion sampler in K passes, passes
    counted by helpers.model.count_passes as the code runs them.
+5. `helpers.precision.time_formats` (CPU): the decode step of stage 2 with its weights in fp32,
+   bf16 and weight-only int8, timed in turn: do fewer bytes per weight make the step faster?
 """
 
 from __future__ import annotations
@@ -37,18 +39,12 @@ import torch
 import torch.nn.functional as F
 
 from helpers.ar import generate
+from helpers.costs import StepCost, decode_step_cost, forward_pass_cost, mbu, predicted_time
 from helpers.device import pick_device
 from helpers.diffusion import sample
+from helpers.latency import ar_pass_costs, dllm_pass_costs
 from helpers.model import ModelConfig, Transformer, count_passes, gpt2_small_config
-from helpers.roofline import (
-    StepCost,
-    ar_pass_costs,
-    decode_step_cost,
-    dllm_pass_costs,
-    forward_pass_cost,
-    mbu,
-    predicted_time,
-)
+from helpers.precision import time_formats
 from helpers.timing import (
     DEFAULT_GEMV_COLS,
     DEFAULT_MATMUL_DTYPE,
@@ -86,11 +82,19 @@ class BenchSettings:
     width_repeat: int = 3  # timed passes per width in the width sweep
     widths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
     tiny_repeat: int = 3  # timed end-to-end generations of N tokens, per decoder
+    format_rounds: int = 5  # rounds of the fp32 / bf16 / int8 decode step, timed in turn (CPU)
 
 
 FULL = BenchSettings()
 QUICK = BenchSettings(
-    warmup=1, repeat=5, array_scale=1, decode_repeat=10, width_repeat=2, tiny_repeat=2, widths=(1, 4, 16, 64, 256)
+    warmup=1,
+    repeat=5,
+    array_scale=1,
+    decode_repeat=10,
+    width_repeat=2,
+    tiny_repeat=2,
+    widths=(1, 4, 16, 64, 256),
+    format_rounds=3,
 )
 
 
@@ -106,7 +110,7 @@ def model_dtype(device) -> torch.dtype:
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
-    """helpers.roofline's name for a dtype's size: 'fp32' for 4 bytes, 'bf16' for 2 (fp16 too)."""
+    """helpers.costs' name for a dtype's size: 'fp32' for 4 bytes, 'bf16' for 2 (fp16 too)."""
     return {4: "fp32", 2: "bf16"}[dtype.itemsize]
 
 
@@ -240,9 +244,9 @@ class DecodeStep:
     batch: int
     context: int  # positions in the KV cache before the step
     measured: Measurement  # seconds per step
-    cost: StepCost  # bytes and FLOPs of the step (helpers.roofline.decode_step_cost)
+    cost: StepCost  # bytes and FLOPs of the step (helpers.costs.decode_step_cost)
     gemv: Measurement  # GB/s of the model's own GEMVs back to back, measured in the same call
-    predicted_s: float  # helpers.roofline.predicted_time(cost, that GEMV bandwidth, matmul peak)
+    predicted_s: float  # helpers.costs.predicted_time(cost, that GEMV bandwidth, matmul peak)
     predicted_generic_s: float  # the same with roofs.gemv (the machine's single large GEMV)
     stream_bandwidth: float  # bytes/s, the measured STREAM bandwidth (MBU's denominator)
 
@@ -498,7 +502,7 @@ class DecoderRun:
     decoder: str
     measured: Measurement  # seconds for all N tokens
     passes: int  # forward passes, counted by helpers.model.count_passes
-    predicted_s: float  # roofline: sum of predicted_time over the passes (helpers.roofline)
+    predicted_s: float  # roofline: sum of predicted_time over the passes (helpers.costs)
 
     @property
     def per_pass_s(self) -> float:
@@ -645,6 +649,10 @@ def run_bench(
     del twin
     _log(progress, f"generating N = {n_tokens} tokens with the tiny models (AR, dLLM K = {steps}) ...")
     tiny = tiny_models_n256(roofs=roofs, n_tokens=n_tokens, steps=steps, device=device, repeat=settings.tiny_repeat)
+    formats = []
+    if device.type == "cpu":  # the weight formats are timed on the CPU, where the course's models run in fp32
+        _log(progress, f"timing the decode step ({shape}) with weights in fp32, bf16 and int8 ...")
+        formats = time_formats(random_model(config), context=context, rounds=settings.format_rounds)
     command = "python -m helpers.bench" + (" --quick" if quick else "") + f" --device {device.type}"
     return {
         "command": command + " --json",
@@ -654,6 +662,7 @@ def run_bench(
         "decode": step.as_dict(),
         "width_sweep": [p.as_dict() for p in sweep],
         "tiny": tiny.as_dict(),
+        "formats": [f.as_dict() for f in formats],
     }
 
 
@@ -701,6 +710,18 @@ def format_report(result: dict) -> str:
             f"{run['predicted_ms']:13.3f}"
         )
     lines.append(f"  dLLM is {t['dllm_speedup']:.2f}x faster than AR here (< 1: slower)")
+    if result.get("formats"):
+        lines += [f"One decode step ({d['shape']}) with its weights in three formats, timed in turn:"]
+        lines += ["  format   measured ms   bytes/step   time vs fp32   bytes vs fp32"]
+        base = result["formats"][0]
+        for f in result["formats"]:
+            if f["measured_ms"] is None:
+                lines.append(f"  {f['format']:6s}   not timed: {f['note']}")
+                continue
+            lines.append(
+                f"  {f['format']:6s} {f['measured_ms']:13.2f} {f['bytes_per_step'] / 1e6:10.1f} MB "
+                f"{f['measured_ms'] / base['measured_ms']:14.2f} {f['bytes_per_step'] / base['bytes_per_step']:15.2f}"
+            )
     return "\n".join(lines)
 
 

@@ -25,14 +25,16 @@ from helpers.bench import (
     tiny_models_n256,
     width_sweep,
 )
+from helpers.costs import decode_step_cost, forward_pass_cost, predicted_time
 from helpers.model import ModelConfig
-from helpers.roofline import decode_step_cost, forward_pass_cost, predicted_time
 from helpers.timing import Measurement
 from helpers.toylang import LANG
 from helpers.train import model_config
 
 SMALL = ModelConfig(vocab_size=50, max_len=40, d_model=16, n_layer=2, n_head=2)  # a decode shape that times fast
-FAST = BenchSettings(warmup=0, repeat=2, decode_repeat=2, width_repeat=1, tiny_repeat=1, widths=(1, 4, 64))
+FAST = BenchSettings(
+    warmup=0, repeat=2, decode_repeat=2, width_repeat=1, tiny_repeat=1, widths=(1, 4, 64), format_rounds=1
+)
 
 
 def fake_roofs(copy=10.0, triad=12.0, gemv=11.0, gflops=100.0) -> Roofs:
@@ -150,15 +152,27 @@ def test_run_bench_json_structure(faked_machine):
     result = run_bench(
         "cpu", decode_config=SMALL, context=8, n_tokens=16, steps=4, settings=FAST, progress=lines.append
     )
-    assert len(lines) == 4
-    assert set(result) == {"command", "machine", "settings", "roofs", "decode", "width_sweep", "tiny"}
+    assert len(lines) == 5
+    assert set(result) == {"command", "machine", "settings", "roofs", "decode", "width_sweep", "tiny", "formats"}
+    assert [f["format"] for f in result["formats"]] == ["fp32", "bf16", "int8"]
+    assert [f["bytes_per_step"] for f in result["formats"]][0] > result["formats"][1]["bytes_per_step"]
     assert json.loads(json.dumps(result)) == result  # plain JSON types only
     assert result["roofs"] == fake_roofs().as_dict()
     assert [p["width"] for p in result["width_sweep"]] == [1, 4]  # 64 does not fit in max_len 40
     assert result["decode"]["context"] == 8 and result["decode"]["shape"] == "custom"
     assert result["tiny"]["ar"]["passes"] == 16 and result["tiny"]["dllm"]["passes"] == 4
     text = format_report(result)
-    for needle in ("STREAM copy", "STREAM triad", "GEMV", "d_model", "matmul peak", "ridge point", "MBU", "K = 4"):
+    for needle in (
+        "STREAM copy",
+        "STREAM triad",
+        "GEMV",
+        "d_model",
+        "matmul peak",
+        "ridge point",
+        "MBU",
+        "K = 4",
+        "bf16",
+    ):
         assert needle in text
 
 

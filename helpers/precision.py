@@ -1,0 +1,199 @@
+"""Bandwidth-bound, shown by intervention: the same decode step with weights in fp32, bf16 and int8.
+
+If a decode step's time is set by the bytes it reads, halving the bytes per weight should halve
+the time, whatever happens to the arithmetic. `time_formats` times one KV-cached decode step of
+the same model stored three ways, alternating between them so that a slow moment of the machine
+hits all three alike, and puts the measured time ratios next to the byte ratios:
+
+- fp32: 4 bytes per weight (the course's default on the CPU), in the course's decode layout;
+- bf16: 2 bytes per weight, activations and KV cache in bf16 too;
+- int8: weight-only quantisation, 1 byte per weight with one bf16 scale per output row;
+  activations and KV cache in bf16. PyTorch's CPU kernel for it is torch._weight_int8pack_mm
+  (a private op: where a build lacks it, the int8 row says so instead of being timed).
+
+Whether a format is faster also depends on its kernel. A bf16 GEMV needs the CPU to widen bf16 to
+fp32 (fast with AVX512-BF16 or AMX, slow without), an int8 GEMV must dequantise, and each kernel
+has its own best weight layout: on the 2-core AMD EPYC (Zen 4) CI machine, oneDNN's bf16 GEMV
+streamed 33 GB/s from row-major weights and 24 GB/s from input-major ones (fp32 the other way
+round: 14 and 27), and _weight_int8pack_mm 38 GB/s with bf16 activations but 2.4 GB/s with fp32
+ones. So bf16 and int8 keep PyTorch's row-major (out, in) weights and bf16 activations. When a
+format is not faster, the bytes were not the bottleneck of its kernel.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from helpers.costs import StepCost, decode_step_cost
+from helpers.model import ModelConfig, Transformer
+from helpers.timing import Measurement, benchmark
+
+FORMATS = ("fp32", "bf16", "int8")
+
+
+def has_int8_kernel() -> bool:
+    """Whether this PyTorch build has the CPU weight-only int8 matmul."""
+    return hasattr(torch, "_weight_int8pack_mm")
+
+
+class Int8Linear(nn.Module):
+    """y = x W^T + b with W stored as int8 (out, in) and one scale per output row:
+    W ~ scale[:, None] * W_int8, scale = max |row| / 127 (symmetric, per channel)."""
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        w = linear.weight.detach().float()  # (out, in)
+        scale = w.abs().amax(dim=1).clamp_min(1e-12) / 127  # (out,)
+        self.register_buffer("weight_int8", torch.round(w / scale[:, None]).to(torch.int8).contiguous())
+        self.register_buffer("scale", scale.to(torch.bfloat16))  # the kernel's fast path: bf16 activations
+        self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach().to(torch.bfloat16).clone())
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features)  # (B*T, in)
+        y = torch._weight_int8pack_mm(flat.to(self.scale.dtype), self.weight_int8, self.scale)  # (B*T, out)
+        y = y.view(*x.shape[:-1], self.out_features)
+        return y if self.bias is None else y + self.bias
+
+
+def int8_weight_only(model: Transformer) -> Transformer:
+    """A bf16 copy of `model` (fp32) whose every nn.Linear, the output head included, is an
+    Int8Linear: int8 weights, bf16 activations and KV cache."""
+    if not has_int8_kernel():
+        raise ValueError("this PyTorch build has no torch._weight_int8pack_mm: weight-only int8 cannot run here")
+    if not isinstance(model, Transformer) or model.tok_emb.weight.dtype != torch.float32:
+        raise ValueError("int8_weight_only needs an fp32 helpers.model.Transformer")
+    quantised = copy.deepcopy(model)
+    for module in list(quantised.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, nn.Linear):
+                setattr(module, name, Int8Linear(child))
+    return quantised.to(torch.bfloat16)  # embeddings, norms and the KV cache; the int8 buffers keep their dtype
+
+
+def model_in(model: Transformer, fmt: str) -> Transformer:
+    """The same weights in another format: 'fp32' (itself), 'bf16' or 'int8' (weight-only)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    if fmt == "fp32":
+        return model
+    if fmt == "bf16":
+        return _row_major(copy.deepcopy(model).to(torch.bfloat16))
+    return int8_weight_only(model)
+
+
+@torch.no_grad()
+def _row_major(model: Transformer) -> Transformer:
+    """Every weight matrix stored as nn.Linear creates it, (out, in) row by row: the layout the bf16
+    GEMV kernel streams fastest (see the module docstring)."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear) and module.weight is not model.tok_emb.weight:
+            module.weight = nn.Parameter(module.weight.contiguous())
+    model.tok_emb.weight = nn.Parameter(model.tok_emb.weight.contiguous())
+    if model.config.tie_weights:
+        model.head.weight = model.tok_emb.weight
+    return model
+
+
+def step_cost(config: ModelConfig, fmt: str, context: int) -> StepCost:
+    """Bytes and FLOPs of one decode step in a format (int8: 1-byte weights, bf16 KV cache)."""
+    weight_bytes, kv_bytes = {"fp32": (4, 4), "bf16": (2, 2), "int8": (1, 2)}[fmt]
+    return decode_step_cost(config, context=context, bytes_per_param=weight_bytes, bytes_per_kv=kv_bytes)
+
+
+@dataclass
+class FormatStep:
+    """One decode step in one weight format, timed alternately with the others."""
+
+    fmt: str
+    measured: Measurement | None  # seconds per step; None if the format cannot run here
+    gemvs: Measurement | None  # seconds for the step's weight matrices alone, each times one vector
+    cost: StepCost  # bytes and FLOPs of the step
+    note: str = ""  # why it was not timed
+
+    @property
+    def bandwidth(self) -> float:
+        """Bytes the step must read / its time (bytes/s)."""
+        return self.cost.total_bytes / self.measured.si
+
+    def as_dict(self) -> dict:
+        return {
+            "format": self.fmt,
+            "measured_ms": None if self.measured is None else round(1e3 * self.measured.value, 3),
+            "measured_iqr_ms": None if self.measured is None else round(1e3 * self.measured.spread, 3),
+            "gemvs_ms": None if self.gemvs is None else round(1e3 * self.gemvs.value, 3),
+            "bytes_per_step": int(self.cost.total_bytes),
+            "achieved_gb_s": None if self.measured is None else round(self.bandwidth / 1e9, 2),
+            "note": self.note,
+        }
+
+
+def time_formats(model: Transformer, *, context: int = 512, rounds: int = 5, repeat: int = 3) -> list[FormatStep]:
+    """Time one KV-cached decode step (the call helpers.ar.generate makes) of `model` (fp32, CPU)
+    in every format of FORMATS, and the step's weight matrices alone (each times one vector, back
+    to back): `rounds` rounds, each timing `repeat` runs of every format in turn; the median over
+    all of a format's runs is reported."""
+    from helpers.bench import prefilled_cache
+
+    if not isinstance(model, Transformer) or not model.config.causal or model.tok_emb.weight.dtype != torch.float32:
+        raise ValueError("model must be a causal fp32 helpers.model.Transformer")
+    for value, name in ((context, "context"), (rounds, "rounds"), (repeat, "repeat")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "context" else 1):
+            raise ValueError(f"{name} must be an int >= {0 if name == 'context' else 1}, got {value!r}")
+    if context + 1 > model.config.max_len:
+        raise ValueError(f"context ({context}) + 1 must fit in max_len ({model.config.max_len})")
+    steps, notes = {}, {}
+    with torch.inference_mode():
+        for fmt in FORMATS:
+            if fmt == "int8" and not has_int8_kernel():
+                notes[fmt] = "no torch._weight_int8pack_mm in this PyTorch build"
+                continue
+            m = model_in(model, fmt)
+            cache, token = prefilled_cache(m, context, 1, seed=0)
+
+            def step(m=m, cache=cache, token=token):
+                cache.length = context  # every run appends at the same position
+                return m(token, cache=cache, last_only=True)
+
+            step()  # warm-up: first-call allocations and kernel selection
+            steps[fmt] = (step, _gemvs(m))
+        samples = {fmt: ([], []) for fmt in steps}
+        for _ in range(rounds):
+            for fmt, fns in steps.items():
+                for fn, out in zip(fns, samples[fmt], strict=True):
+                    out += benchmark(fn, warmup=1, repeat=repeat).samples
+    timed = {fmt: [Measurement.from_samples(x, "s") for x in samples[fmt]] for fmt in samples}
+    return [
+        FormatStep(fmt, *timed.get(fmt, (None, None)), step_cost(model.config, fmt, context), notes.get(fmt, ""))
+        for fmt in FORMATS
+    ]
+
+
+def _gemvs(model: Transformer):
+    """A function that multiplies one vector by every weight matrix of `model`, in step order."""
+    dtype = model.tok_emb.weight.dtype
+    layers = [m for m in model.modules() if isinstance(m, nn.Linear | Int8Linear)]
+    inputs = [torch.rand(1, m.in_features, dtype=dtype) for m in layers]  # (1, in) each
+
+    def run():
+        for layer, x in zip(layers, inputs, strict=True):
+            layer(x)  # (1, out)
+
+    return run
+
+
+def ratios(results: list[FormatStep], base: str = "fp32") -> dict[str, tuple[float, float]]:
+    """{format: (time / base time, bytes / base bytes)} for every timed format."""
+    by = {r.fmt: r for r in results if r.measured is not None}
+    if base not in by:
+        raise ValueError(f"no timed {base} step to compare with")
+    ref = by[base]
+    return {
+        f: (float(np.float64(r.measured.si / ref.measured.si)), r.cost.total_bytes / ref.cost.total_bytes)
+        for f, r in by.items()
+    }
