@@ -7,8 +7,14 @@ diffusion    masked diffusion: the ELBO loss and the samplers (confidence, block
 train        one training loop for both kinds; `python -m helpers.train ar|mdlm`
 checkpoints  the shipped checkpoints in data/, checked against their sha256
 timing       honest timing and the machine's bandwidth / FLOP/s
-roofline     the roofline model, decode-step costs, GPU projections
+roofline     the roofline model and its plot
+costs        what a forward pass reads and computes; ceiling and typical efficiency; memory
+hardware     the device table (data/hardware.csv)
+latency      AR and diffusion latency of N tokens, from the cost of every pass
+calibration  published decoding speeds next to the projections of the same setting
+matched_quality  tokens per pass at a fixed validity; `python -m helpers.matched_quality`
 bench        `python -m helpers.bench`: this machine and the course's decoders, measured
+precision    the decode step with fp32, bf16 and int8 weights, timed in turn
 hf_compare   the course decoder against Hugging Face `generate` (needs transformers)
 plotting     one figure style; widgets: the interactive figures; device: CUDA -> MPS -> CPU
 """

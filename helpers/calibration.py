@@ -8,6 +8,10 @@ everything that had to be assumed. `calibration_table` projects each row twice, 
 (100 % of the datasheet) and at the course's typical efficiency, and reports how much of each
 projection the published system reached. Rows of closed systems (model size unknown) are kept
 and say so; they are never guessed.
+
+data/published_parallelism.csv (`load_parallelism`) is the other half of the comparison: accuracy
+against tokens per forward pass on GSM8K for an AR model and LLaDA-based samplers, from the d3LLM
+"accuracy under parallelism" leaderboard.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from helpers.hardware import load_hardware_table
 from helpers.latency import ar_latency, dllm_latency_at
 
 PUBLISHED_CSV = Path(__file__).resolve().parent.parent / "data" / "published_decoding.csv"
+PARALLELISM_CSV = PUBLISHED_CSV.with_name("published_parallelism.csv")  # accuracy against tokens per pass
 UNITS = ("tok/s", "s/generation")
 CEILING = dict(bandwidth_efficiency=1.0, compute_efficiency=1.0)
 TYPICAL = dict(bandwidth_efficiency=TYPICAL_BANDWIDTH_EFFICIENCY, compute_efficiency=TYPICAL_COMPUTE_EFFICIENCY)
@@ -130,3 +135,29 @@ def calibration_table(path: str | Path | None = None) -> list[CalibrationRow]:
         ceiling, typical = row.project(**CEILING), row.project(**TYPICAL)
         table.append(CalibrationRow(row, ceiling, typical, row.reached(ceiling), row.reached(typical)))
     return table
+
+
+@dataclass(frozen=True)
+class ParallelismPoint:
+    """One row of data/published_parallelism.csv: a decoder's accuracy at its tokens per pass."""
+
+    system: str
+    kind: str  # "AR" or "dLLM"
+    tokens_per_pass: float
+    accuracy_pct: float
+    task: str
+    source: str
+
+
+def load_parallelism(path: str | Path | None = None) -> list[ParallelismPoint]:
+    """data/published_parallelism.csv as a list of ParallelismPoint, in file order."""
+    path = Path(PARALLELISM_CSV if path is None else path)
+    if not path.is_file():
+        raise ValueError(f"published accuracy-under-parallelism points not found at {path}")
+    with open(path, newline="") as f:
+        return [
+            ParallelismPoint(
+                r["system"], r["kind"], float(r["tokens_per_pass"]), float(r["accuracy_pct"]), r["task"], r["source"]
+            )
+            for r in csv.DictReader(f)
+        ]

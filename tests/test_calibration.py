@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from helpers.calibration import CEILING, TYPICAL, calibration_table, load_published
+from helpers.calibration import CEILING, TYPICAL, calibration_table, load_parallelism, load_published
 from helpers.costs import MODEL_SHAPES, TYPICAL_BANDWIDTH_EFFICIENCY, TYPICAL_COMPUTE_EFFICIENCY
 from helpers.hardware import load_hardware_table
 
@@ -85,3 +85,11 @@ def test_a_broken_table_is_rejected(tmp_path):
         load_published(path)
     with pytest.raises(ValueError, match="not found"):
         load_published(tmp_path / "missing.csv")
+
+
+def test_published_accuracy_under_parallelism():
+    points = load_parallelism()
+    assert [p.kind for p in points].count("AR") == 1 and len(points) >= 5
+    assert all(p.task == "GSM8K-CoT" and p.source for p in points)
+    assert max(p.tokens_per_pass for p in points) == 9.11  # d3LLM-LLaDA
+    assert all(p.tokens_per_pass == 1.0 for p in points if p.kind == "AR")
