@@ -29,6 +29,7 @@ def test_crossing_interpolates_between_the_last_point_above_and_the_first_below(
     assert crossing(points, 0.74) == pytest.approx(3.0)
     assert crossing(list(reversed(points)), 0.74) == pytest.approx(3.0)  # order does not matter
     assert crossing(points, 0.4) == math.inf  # held at every rate measured
+    assert crossing([(1.0, 1.0), (2.0, 0.99), (3.0, 0.5)], 0.99) == pytest.approx(2.0)  # exactly at: still held
     assert crossing([(1.0, 0.8), (2.0, 0.5)], 0.9) is None  # never reached
     # a noisy bump after the first failure does not count: the first crossing from the slow end
     assert crossing([(1.0, 1.0), (2.0, 0.9), (3.0, 0.995)], 0.99) == pytest.approx(1.1)

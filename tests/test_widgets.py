@@ -230,7 +230,8 @@ def test_explorer_widget_default_draws_the_static_figure():
         (to_hex(AR_COLOR), ":", n),
         (to_hex(DLLM_COLOR), ":", n),
     ]
-    assert list(ax.lines[0].get_ydata()) == list(curves.ar) and list(ax.lines[2].get_ydata()) == list(curves.ar_ceiling)
+    drawn_data = [list(line.get_ydata()) for line in ax.lines[:4]]
+    assert drawn_data == [list(curves.ar), list(curves.dllm), list(curves.ar_ceiling), list(curves.dllm_ceiling)]
     assert all(c < t for c, t in zip(curves.dllm_ceiling, curves.dllm, strict=True))  # the ceiling is faster
     assert "typical (60 % of bandwidth, 45 % of FLOP/s)" in ax.get_ylabel()
     assert "ceiling (100 % of datasheet)" in [t.get_text() for t in ax.get_legend().get_texts()][2]
