@@ -178,11 +178,21 @@ class AtQuality:
     tokens_per_pass: float | None  # None: not reached at any setting; inf: held at every setting
     se: float  # bootstrap standard error (documents resampled within each setting); NaN if undefined
     best_validity: float  # the highest validity of any setting (to say how far it is when not reached)
+    bracket: tuple[float, float] | None = None  # the two measured rates the crossing lies between
+
+    def __str__(self) -> str:
+        if self.tokens_per_pass is None:
+            return f"never (best {100 * self.best_validity:.1f} %)"
+        if math.isinf(self.tokens_per_pass):
+            return "held at every rate measured"
+        return f"{self.tokens_per_pass:.3f} ± {self.se:.3f}"
 
 
 def tokens_per_pass_at(runs: list[Run], target: float, *, boot: int = 200, seed: int = 0) -> AtQuality:
     """Where validity crosses `target` (e.g. 0.99) as tokens per pass grow, and its standard error
-    from `boot` bootstrap resamples of the documents of every setting."""
+    from `boot` bootstrap resamples of the documents of every setting. The error covers sampling
+    noise only, not the straight line drawn between the two measured rates around the crossing
+    (`bracket`): where those are far apart, the bracket is the honest resolution."""
     if not runs:
         raise ValueError("runs must hold at least one Run")
     if not (isinstance(target, float) and 0 < target < 1):
@@ -198,7 +208,11 @@ def tokens_per_pass_at(runs: list[Run], target: float, *, boot: int = 200, seed:
         draws.append(crossing(points, target))
     finite = [d for d in draws if d is not None and math.isfinite(d)]
     se = float(np.std(finite, ddof=1)) if value is not None and math.isfinite(value) and len(finite) > 1 else math.nan
-    return AtQuality(runs[0].strategy, target, value, se, max(r.validity for r in runs))
+    bracket = None
+    if value is not None and math.isfinite(value):
+        rates = sorted(r.tokens_per_pass for r in runs)
+        bracket = (max(x for x in rates if x <= value), min(x for x in rates if x >= value))
+    return AtQuality(runs[0].strategy, target, value, se, max(r.validity for r in runs), bracket)
 
 
 # ----------------------------------------------------------------------------- the shipped sweep

@@ -40,8 +40,11 @@ def test_tokens_per_pass_at_a_target_has_a_bootstrap_error():
     at = tokens_per_pass_at(runs, 0.95)
     assert 2.0 < at.tokens_per_pass < 4.0 and 0 < at.se < 0.5
     assert at.best_validity == 1.0 and at.strategy == "fake"
+    assert at.bracket == (2.0, 4.0)  # the crossing lies between the settings at 2 and 4 tokens per pass
+    assert str(at) == f"{at.tokens_per_pass:.3f} ± {at.se:.3f}"
     never = tokens_per_pass_at([fake_run(32, 0.8, 32)], 0.99)
     assert never.tokens_per_pass is None and math.isnan(never.se) and never.best_validity < 0.99
+    assert str(never).startswith("never (best") and never.bracket is None
     with pytest.raises(ValueError, match="target must be a validity"):
         tokens_per_pass_at(runs, 99)
 
