@@ -36,7 +36,6 @@ import sys
 from dataclasses import dataclass, replace
 
 import torch
-import torch.nn.functional as F
 
 from helpers.ar import generate
 from helpers.costs import StepCost, decode_step_cost, forward_pass_cost, mbu, predicted_time
@@ -374,6 +373,20 @@ def decode_step(
     )
 
 
+def model_gemvs(model: Transformer):
+    """A function that multiplies one vector by every weight matrix of `model` (every layer with
+    `in_features`: nn.Linear, or helpers.precision.Int8Linear), back to back in step order."""
+    device, dtype = _model_device_dtype(model)
+    layers = [m for m in model.modules() if hasattr(m, "in_features")]
+    inputs = [torch.rand(1, m.in_features, device=device, dtype=dtype) for m in layers]  # (1, in) each
+
+    def run():
+        for layer, x in zip(layers, inputs, strict=True):
+            layer(x)  # (1, out)
+
+    return run
+
+
 def model_gemv_bandwidth(model: Transformer, *, device=None, warmup: int = 2, repeat: int = 10) -> Measurement:
     """GB/s reached by the model's own matrix-vector products: every nn.Linear of the model (the
     output head included) applied to one input vector, back to back in the order of a decode
@@ -383,16 +396,9 @@ def model_gemv_bandwidth(model: Transformer, *, device=None, warmup: int = 2, re
     if not isinstance(model, Transformer):
         raise ValueError(f"model must be a helpers.model.Transformer, got {type(model).__name__}")
     device, dtype = _model_device_dtype(model)
-    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    inputs = [torch.rand(1, m.in_features, device=device, dtype=dtype) for m in linears]  # (1, in) each
-    nbytes = sum(m.weight.numel() for m in linears) * dtype.itemsize
-
-    def all_gemvs():
-        for m, x in zip(linears, inputs, strict=True):
-            F.linear(x, m.weight, m.bias)  # (1, out)
-
+    nbytes = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear)) * dtype.itemsize
     with torch.inference_mode():
-        seconds = benchmark(all_gemvs, warmup=warmup, repeat=repeat, device=device)
+        seconds = benchmark(model_gemvs(model), warmup=warmup, repeat=repeat, device=device)
     return Measurement.from_samples([nbytes / t / 1e9 for t in seconds.samples], "GB/s")
 
 

@@ -20,15 +20,13 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.costs import MODEL_SHAPES, TYPICAL_BANDWIDTH_EFFICIENCY, TYPICAL_COMPUTE_EFFICIENCY
+from helpers.costs import CEILING, MODEL_SHAPES, TYPICAL
 from helpers.hardware import load_hardware_table
 from helpers.latency import ar_latency, dllm_latency_at
 
 PUBLISHED_CSV = Path(__file__).resolve().parent.parent / "data" / "published_decoding.csv"
 PARALLELISM_CSV = PUBLISHED_CSV.with_name("published_parallelism.csv")  # accuracy against tokens per pass
 UNITS = ("tok/s", "s/generation")
-CEILING = dict(bandwidth_efficiency=1.0, compute_efficiency=1.0)
-TYPICAL = dict(bandwidth_efficiency=TYPICAL_BANDWIDTH_EFFICIENCY, compute_efficiency=TYPICAL_COMPUTE_EFFICIENCY)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,8 @@ from helpers.model import ModelConfig
 #   45 %. (Large cuBLAS matmuls reach 60-80 %; these passes also pay for attention and the 126k-word head.)
 TYPICAL_BANDWIDTH_EFFICIENCY = 0.60
 TYPICAL_COMPUTE_EFFICIENCY = 0.45
+TYPICAL = dict(bandwidth_efficiency=TYPICAL_BANDWIDTH_EFFICIENCY, compute_efficiency=TYPICAL_COMPUTE_EFFICIENCY)
+CEILING = dict(bandwidth_efficiency=1.0, compute_efficiency=1.0)  # 100 % of the datasheet
 
 # Weight formats the projections accept: bytes per weight, bytes per KV value, and the dtype whose
 # peak FLOP/s the arithmetic runs at (weight-only quantisation dequantises to bf16 before the matmul).

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers.costs import (
+    CEILING,
+    TYPICAL,
     TYPICAL_BANDWIDTH_EFFICIENCY,
     TYPICAL_COMPUTE_EFFICIENCY,
     StepCost,
@@ -32,7 +34,6 @@ from helpers.costs import (
 )
 
 CACHES = (None, "prefix", "dual")  # LLaDA (no cache), Fast-dLLM prefix cache, Fast-dLLM dual cache
-_TYPICAL = dict(bandwidth_efficiency=TYPICAL_BANDWIDTH_EFFICIENCY, compute_efficiency=TYPICAL_COMPUTE_EFFICIENCY)
 
 # ----------------------------------------------------------------------------- the passes
 
@@ -274,9 +275,9 @@ def latency_curves(
     check_fits(dllm_model, hardware, dtype, batch=batch, cached_positions=(1 + int(n[-1])) if cache else 0)
     costs = ar_pass_costs(int(n[-1]), model, batch=batch, dtype=dtype)  # the first N passes serve every N
     passes = np.array([dllm_steps(int(k), steps, cache) for k in n])
-    curves = {}
-    for kind, effs in (("typical", {}), ("ceiling", dict(bandwidth_efficiency=1.0, compute_efficiency=1.0))):
-        ar = np.cumsum(_seconds(costs, hardware, dtype, **{**_TYPICAL, **effs}))[n - 1]
+    curves = []  # (AR, dLLM) latencies, typical then ceiling
+    for effs in (TYPICAL, CEILING):
+        ar = np.cumsum(_seconds(costs, hardware, dtype, **effs))[n - 1]
         dllm = [
             dllm_latency(
                 int(k), int(p), dllm_model, hardware, prompt=1, block_length=EXPLORER_BLOCK if cache else None,
@@ -284,8 +285,8 @@ def latency_curves(
             )
             for k, p in zip(n, passes, strict=True)
         ]  # fmt: skip
-        curves[kind] = (ar, np.array(dllm))
-    (ar, dllm), (ar_ceiling, dllm_ceiling) = curves["typical"], curves["ceiling"]
+        curves.append((ar, np.array(dllm)))
+    (ar, dllm), (ar_ceiling, dllm_ceiling) = curves
     return LatencyCurves(
         n=n,
         ar=ar,

@@ -25,11 +25,10 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-from helpers.costs import StepCost, decode_step_cost
+from helpers.costs import StepCost, _check_int, decode_step_cost
 from helpers.model import ModelConfig, Transformer
 from helpers.timing import Measurement, benchmark
 
@@ -138,13 +137,15 @@ def time_formats(model: Transformer, *, context: int = 512, rounds: int = 5, rep
     in every format of FORMATS, and the step's weight matrices alone (each times one vector, back
     to back): `rounds` rounds, each timing `repeat` runs of every format in turn; the median over
     all of a format's runs is reported."""
-    from helpers.bench import prefilled_cache
+    from helpers.bench import model_gemvs, prefilled_cache
 
     if not isinstance(model, Transformer) or not model.config.causal or model.tok_emb.weight.dtype != torch.float32:
         raise ValueError("model must be a causal fp32 helpers.model.Transformer")
-    for value, name in ((context, "context"), (rounds, "rounds"), (repeat, "repeat")):
-        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "context" else 1):
-            raise ValueError(f"{name} must be an int >= {0 if name == 'context' else 1}, got {value!r}")
+    context, rounds, repeat = (
+        _check_int(context, "context", 0),
+        _check_int(rounds, "rounds", 1),
+        _check_int(repeat, "repeat", 1),
+    )
     if context + 1 > model.config.max_len:
         raise ValueError(f"context ({context}) + 1 must fit in max_len ({model.config.max_len})")
     steps, notes = {}, {}
@@ -161,7 +162,7 @@ def time_formats(model: Transformer, *, context: int = 512, rounds: int = 5, rep
                 return m(token, cache=cache, last_only=True)
 
             step()  # warm-up: first-call allocations and kernel selection
-            steps[fmt] = (step, _gemvs(m))
+            steps[fmt] = (step, model_gemvs(m))
         samples = {fmt: ([], []) for fmt in steps}
         for _ in range(rounds):
             for fmt, fns in steps.items():
@@ -174,26 +175,10 @@ def time_formats(model: Transformer, *, context: int = 512, rounds: int = 5, rep
     ]
 
 
-def _gemvs(model: Transformer):
-    """A function that multiplies one vector by every weight matrix of `model`, in step order."""
-    dtype = model.tok_emb.weight.dtype
-    layers = [m for m in model.modules() if isinstance(m, nn.Linear | Int8Linear)]
-    inputs = [torch.rand(1, m.in_features, dtype=dtype) for m in layers]  # (1, in) each
-
-    def run():
-        for layer, x in zip(layers, inputs, strict=True):
-            layer(x)  # (1, out)
-
-    return run
-
-
 def ratios(results: list[FormatStep], base: str = "fp32") -> dict[str, tuple[float, float]]:
     """{format: (time / base time, bytes / base bytes)} for every timed format."""
     by = {r.fmt: r for r in results if r.measured is not None}
     if base not in by:
         raise ValueError(f"no timed {base} step to compare with")
     ref = by[base]
-    return {
-        f: (float(np.float64(r.measured.si / ref.measured.si)), r.cost.total_bytes / ref.cost.total_bytes)
-        for f, r in by.items()
-    }
+    return {f: (r.measured.si / ref.measured.si, r.cost.total_bytes / ref.cost.total_bytes) for f, r in by.items()}
