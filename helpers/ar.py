@@ -12,18 +12,27 @@ import torch
 from helpers.model import Transformer
 
 
+def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """Nucleus filter: keep a token while the tokens strictly more likely than it hold less than
+    p of the mass (so the kept set is the smallest one reaching p, ties kept together)."""
+    if p >= 1:
+        return logits.clone()  # everything is kept, however unlikely
+    probs = torch.softmax(logits.double(), dim=-1)  # (B, V)
+    sorted_probs = probs.sort(dim=-1, descending=True).values  # (B, V)
+    mass_before = sorted_probs.cumsum(dim=-1) - sorted_probs  # (B, V) mass ahead in the sort
+    first_of_tie = torch.searchsorted(-sorted_probs, -probs, side="left")  # (B, V) rank of each token
+    strictly_more_likely = mass_before.gather(-1, first_of_tie)  # (B, V)
+    return logits.masked_fill(strictly_more_likely >= p, float("-inf"))
+
+
 def filter_logits(logits: torch.Tensor, top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
-    """Set to -inf every logit outside the top-k and outside the top-p nucleus. (B, V) -> (B, V)."""
+    """Set to -inf every logit outside the top-k and outside the top-p nucleus. (B, V) -> (B, V).
+    Tokens tied with the last one kept are kept too, so the result never depends on sort order."""
     if top_k is not None:
         kth = torch.topk(logits, min(top_k, logits.size(-1)), dim=-1).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
     if top_p is not None:
-        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (B, V)
-        probs = torch.softmax(sorted_logits.double(), dim=-1)
-        mass_before = probs.cumsum(dim=-1) - probs  # (B, V) mass of strictly more likely tokens
-        drop_sorted = mass_before >= top_p  # the most likely token is always kept
-        drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
-        logits = logits.masked_fill(drop, float("-inf"))
+        logits = top_p_filter(logits, top_p)
     return logits
 
 

@@ -123,3 +123,13 @@ def test_generate_refuses_a_bidirectional_model():
     model = Transformer(ModelConfig(vocab_size=20, max_len=16, d_model=16, n_layer=1, n_head=2, causal=False))
     with pytest.raises(ValueError, match="causal"):
         generate(model, torch.zeros(1, 1, dtype=torch.long), 3)
+
+
+def test_top_p_keeps_tied_tokens_together_whatever_the_sort_order():
+    logits = torch.tensor([[0.4, 0.3, 0.3], [0.3, 0.3, 0.4]]).log()  # a tie at the boundary of p = 0.5
+    assert torch.isfinite(filter_logits(logits, top_p=0.5)).all()
+
+
+def test_top_p_of_one_keeps_even_a_vanishing_token():
+    logits = torch.tensor([[0.0, -40.0, -80.0]])  # the last token has probability about 2e-35
+    assert torch.isfinite(filter_logits(logits, top_p=1.0)).all()

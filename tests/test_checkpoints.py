@@ -1,3 +1,4 @@
+import json
 import shutil
 
 import pytest
@@ -43,6 +44,15 @@ def test_missing_checkpoint_names_the_rebuild_command(private_data):
     (private_data / "mdlm.pt").unlink()
     with pytest.raises(CheckpointError, match=r"missing.*python -m helpers\.train mdlm"):
         load_pretrained("mdlm")
+
+
+def test_the_rebuild_command_is_the_one_in_the_manifest_with_its_duration(private_data):
+    (private_data / "ar.pt").unlink()
+    with pytest.raises(CheckpointError) as error:
+        load_pretrained("ar")
+    manifest = json.loads((private_data / "manifest.json").read_text())
+    assert f"`{manifest['ar.pt']['command']}`" in str(error.value)
+    assert "--threads 1" in str(error.value) and "about 40 minutes on one CPU core" in str(error.value)
 
 
 def test_unknown_kind_is_a_value_error():

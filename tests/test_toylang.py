@@ -229,3 +229,23 @@ def test_parallel_fill_of_city_names():
     assert LANG.parallel_fill_validity(visible) == pytest.approx(one_city**2, rel=1e-12)
     assert 0.2 < one_city < 0.5  # each city comes out whole only a third of the time
     assert LANG.parallel_fill_validity() == pytest.approx(1.2878e-05, rel=1e-3)
+
+
+def test_next_token_probs_by_binary_search_equals_the_brute_force():
+    for sentence in LANG.sample(200, seed=3):
+        for k in range(len(sentence) + 1):
+            fast = LANG.next_token_probs(sentence[:k])
+            brute = LANG.conditional(k, dict(enumerate(sentence[:k])))
+            assert np.array_equal(fast, brute)
+
+
+def test_next_token_probs_of_a_short_prefix_is_a_fresh_copy():
+    probs = LANG.next_token_probs([])
+    probs[:] = 0.0  # a caller that writes into its result must not change the next answer
+    assert LANG.next_token_probs([]).sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("prefix", ["sleeps", "the the", "the cat sleeps . the"])
+def test_next_token_probs_of_an_impossible_prefix_raises(prefix):
+    with pytest.raises(ValueError, match="probability 0"):
+        LANG.next_token_probs(LANG.encode(prefix))

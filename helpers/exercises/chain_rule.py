@@ -1,0 +1,188 @@
+"""Checks for notebook 01: a chain-rule sampler and a chain-rule probability, against the toy
+language's exact distribution."""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+
+from helpers.exercises.report import Failed, TooManyCalls, call, run_check
+from helpers.toylang import LANG
+
+N_DRAWS = 4000  # sentences drawn from the learner's sampler
+NOISE_REPLICAS = 40  # exact samplers of the same size, for the expected TV
+CALLS_PER_SENTENCE = 4 * (LANG.width + 1)  # a loop that asks more often than this does not stop
+KINDS = {"statement": None, "question": ("do", "does"), "travel": ("alice", "bob", "carol", "dave")}
+SAMPLE_HINT = (
+    "draw each token with probability lang.next_token_probs(prefix)[token], prefix = every token drawn so far "
+    "(e.g. rng.choice(len(probs), p=probs)); not the most likely one, not uniformly among the allowed ones"
+)
+
+
+class ChainRuleOnly:
+    """The toy language as these exercises may use it: next_token_probs (budgeted per call of the
+    learner's function), eos_id, vocab, encode and decode. Its shortcuts (prob, sample, ...) are hidden."""
+
+    def __init__(self, lang=LANG):
+        self._lang = lang
+        self.vocab, self.eos_id, self.bos_id, self.mask_id = lang.vocab, lang.eos_id, lang.bos_id, lang.mask_id
+        self.encode, self.decode = lang.encode, lang.decode
+        self.calls_left = CALLS_PER_SENTENCE
+
+    def next_token_probs(self, prefix) -> np.ndarray:
+        self.calls_left -= 1
+        if self.calls_left < 0:
+            raise TooManyCalls(
+                f"lang.next_token_probs was called more than {CALLS_PER_SENTENCE} times for one sentence",
+                "stop as soon as you draw lang.eos_id; every sentence of the language is at most 11 words",
+            )
+        return self._lang.next_token_probs(prefix)
+
+    def __getattr__(self, name: str):
+        raise AttributeError(f"lang.{name} is hidden in this exercise: use lang.next_token_probs and lang.eos_id")
+
+
+def as_ids(value, case: str) -> list[int]:
+    try:
+        ids = [int(t) for t in value]
+    except (TypeError, ValueError):
+        raise Failed(
+            f"returned {type(value).__name__} {value!r:.60}, not a list of token ids ({case})",
+            "return the words as a list of ints, e.g. [3, 4, 5, 6] for 'the cat sleeps .'",
+        ) from None
+    if any(not 0 <= t < len(LANG.vocab) for t in ids):
+        raise Failed(f"returned ids outside 0 .. {len(LANG.vocab) - 1} ({case})", "return token ids of LANG.vocab")
+    return ids
+
+
+@cache
+def _support_index() -> tuple[dict[tuple[int, ...], int], np.ndarray]:
+    """Row of every sentence in the support, and the kind of each row (0 statement, 1 question, 2 travel)."""
+    tokens, _ = LANG.support()
+    index = {
+        tuple(int(t) for t in row[:n]): i for i, (row, n) in enumerate(zip(tokens, LANG.sentence_lengths, strict=True))
+    }
+    kind = np.zeros(len(tokens), dtype=int)
+    for k, words in enumerate(KINDS.values()):
+        if words is not None:
+            kind[np.isin(tokens[:, 0], LANG.encode(" ".join(words)))] = k
+    return index, kind
+
+
+@cache
+def _tv_noise(n: int) -> tuple[float, float]:
+    """Mean and standard deviation of the TV distance of an exact sampler's n draws."""
+    _, probs = LANG.support()
+    tvs = []
+    for r in range(NOISE_REPLICAS):
+        rows = np.random.default_rng(1000 + r).choice(len(probs), size=n, p=probs)
+        tvs.append(0.5 * np.abs(np.bincount(rows, minlength=len(probs)) / n - probs).sum())
+    return float(np.mean(tvs)), float(np.std(tvs, ddof=1))
+
+
+def _sampler_report(fn) -> str:
+    lang, rng = ChainRuleOnly(), np.random.default_rng(0)
+    index, kind = _support_index()
+    rows = np.empty(N_DRAWS, dtype=int)
+    for i in range(N_DRAWS):
+        lang.calls_left = CALLS_PER_SENTENCE
+        case = f"draw {i + 1}"
+        ids = as_ids(call(fn, lang, rng, case=case, hint=SAMPLE_HINT), case)
+        if LANG.eos_id in ids:
+            raise Failed(
+                f"draw {i + 1} contains <eos>: {LANG.decode(ids)!r}",
+                "<eos> ends the sentence: stop when you draw it, and return only the words before it",
+            )
+        if tuple(ids) not in index:
+            raise Failed(f"draw {i + 1} is {LANG.decode(ids)!r}, which the language never produces", SAMPLE_HINT)
+        rows[i] = index[tuple(ids)]
+    _, probs = LANG.support()
+    if np.all(rows == rows[0]):
+        raise Failed(f"all {N_DRAWS:,} draws are the same sentence, {LANG.decode(tokens_of(rows[0]))!r}", SAMPLE_HINT)
+    tv = 0.5 * float(np.abs(np.bincount(rows, minlength=len(probs)) / N_DRAWS - probs).sum())
+    mean, sd = _tv_noise(N_DRAWS)
+    if tv > mean + 4 * sd:
+        raise Failed(
+            f"TV distance {tv:.3f} from the exact distribution; sampling noise alone gives {mean:.3f} ± {sd:.3f}",
+            SAMPLE_HINT,
+        )
+    shares = []
+    for k, name in enumerate(KINDS):
+        exact, measured = probs[kind == k].sum(), np.mean(kind[rows] == k)
+        se = math.sqrt(exact * (1 - exact) / N_DRAWS)
+        if abs(measured - exact) > 4 * se:
+            raise Failed(f"{name}s are {measured:.3f} of your draws; exactly {exact:.3f} ± {se:.3f}", SAMPLE_HINT)
+        shares.append(f"{measured:.3f}")
+    return (
+        f"{N_DRAWS:,} sentences, all valid; TV distance {tv:.3f} from the exact distribution "
+        f"(an exact sampler: {mean:.3f} ± {sd:.3f}); statements, questions, travel: "
+        f"{', '.join(shares)} (exact 0.500, 0.200, 0.300)"
+    )
+
+
+def tokens_of(row: int) -> list[int]:
+    tokens, _ = LANG.support()
+    return [int(t) for t in tokens[row, : LANG.sentence_lengths[row]]]
+
+
+def check_sample_sentence(fn) -> bool:
+    """Draw 4,000 sentences with `fn(lang, rng)` and compare them with the exact distribution."""
+    return run_check("sample_sentence", fn, _sampler_report)
+
+
+IMPOSSIBLE = (
+    "the small cat near the dogs sleep .",  # agreement broken
+    "alice flew from new diego to san york .",  # cities broken
+    "the cat sleeps",  # a prefix of a sentence, not a sentence
+    "the cat sleeps . .",  # a word after the end
+    "",  # no words at all
+)
+LOG_HINT = (
+    "add log2 P(x_k | x_<k) over the words and then the final <eos> (math.log2 of each factor), "
+    "and return -math.inf as soon as a factor is 0"
+)
+
+
+def _log2prob_report(fn) -> str:
+    lang = ChainRuleOnly()
+    sentences = [list(s) for s in LANG.sample(300, seed=7)] + [LANG.encode(t) if t else [] for t in IMPOSSIBLE]
+    worst = 0.0
+    for ids in sentences:
+        lang.calls_left = CALLS_PER_SENTENCE
+        text = LANG.decode(ids) or "(no words)"
+        got = call(fn, lang, list(ids), case=f"on {text!r}", hint=LOG_HINT)
+        try:
+            got = float(got)
+        except (TypeError, ValueError):
+            raise Failed(f"returned {type(got).__name__}, not a number (on {text!r})", "return a float") from None
+        p = LANG.prob(ids)
+        exact = math.log2(p) if p > 0 else -math.inf
+        if exact == -math.inf:
+            if got != -math.inf:
+                hint = LOG_HINT
+                if text == "the cat sleeps":
+                    hint = "a prefix of a sentence is not a sentence: the chain ends with the factor P(<eos> | words)"
+                raise Failed(f"log2 P({text!r}) is -inf (probability 0); you returned {got:.4g}", hint)
+            continue
+        if abs(got - exact) <= 1e-9:
+            worst = max(worst, abs(got - exact))
+            continue
+        if abs(got - exact * math.log(2)) <= 1e-9:
+            hint = "that is the natural log: use math.log2 (or divide by math.log(2))"
+        elif got > 0 and abs(got - p) <= 1e-12:
+            hint = "that is the probability itself: return its log2"
+        else:
+            hint = LOG_HINT
+        raise Failed(f"log2 P({text!r}) = {exact:.6f}, you returned {got:.6f}", hint)
+    return (
+        f"{len(sentences) - len(IMPOSSIBLE)} sentences within {max(worst, 1e-16):.0e} bits of log2 LANG.prob; "
+        f"-inf for all {len(IMPOSSIBLE)} impossible ones (broken agreement and cities, an unfinished sentence, "
+        "a word after the end, no words)"
+    )
+
+
+def check_sentence_log2prob(fn) -> bool:
+    """Compare `fn(lang, ids)` with log2 of the exact probability on 305 sentences, 5 of them impossible."""
+    return run_check("sentence_log2prob", fn, _log2prob_report)

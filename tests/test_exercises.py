@@ -1,0 +1,343 @@
+"""Every exercise check accepts its reference solution, reports an unfilled stub as not attempted,
+and rejects typical wrong attempts with the hint that fits them, in a short report."""
+
+import inspect
+import json
+import math
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import exercises, solutions
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+CHECKS = {  # exercise -> (notebook, check)
+    "sample_sentence": ("01_chain_rule", exercises.check_sample_sentence),
+    "sentence_log2prob": ("01_chain_rule", exercises.check_sentence_log2prob),
+    "decode_cached": ("02_ar_decoder", exercises.check_decode_cached),
+    "top_p_filter": ("02_ar_decoder", exercises.check_top_p_filter),
+    "tokens_per_step": ("03_masked_diffusion", exercises.check_tokens_per_step),
+    "commit_most_confident": ("03_masked_diffusion", exercises.check_commit_most_confident),
+    "predicted_step_seconds": ("04_roofline", exercises.check_predicted_step_seconds),
+    "crossover_width": ("04_roofline", exercises.check_crossover_width),
+}
+
+
+def report_of(check, fn, capsys) -> tuple[bool, str]:
+    passed = check(fn)
+    return passed, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_the_reference_passes_quickly(name, capsys):
+    _, check = CHECKS[name]
+    start = time.perf_counter()
+    passed, out = report_of(check, getattr(solutions, name), capsys)
+    seconds = time.perf_counter() - start
+    assert passed, out
+    assert out.startswith(f"✓ {name}: ") and out.count("\n") == 1
+    assert re.search(r"\d", out)  # the success report gives a measured number
+    assert seconds <= 5, f"{name} took {seconds:.1f} s"
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_an_unfilled_stub_is_not_attempted(name, capsys):
+    _, check = CHECKS[name]
+
+    def stub(*args):
+        raise NotImplementedError("write this function")
+
+    passed, out = report_of(check, stub, capsys)
+    assert not passed
+    assert out == f"{name}: not attempted yet: the notebook continues with the reference implementation\n"
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_a_crash_in_the_learners_code_is_one_line(name, capsys):
+    _, check = CHECKS[name]
+
+    def broken(*args):
+        raise ValueError("something went wrong\nsecond line of the message")
+
+    passed, out = report_of(check, broken, capsys)
+    assert not passed
+    first, hint = out.rstrip("\n").split("\n")
+    assert first.startswith(f"✗ {name}: your function raised ValueError: something went wrong (") and "second line" not in out
+    assert hint.startswith("  hint: ") and "Traceback" not in out
+
+
+def test_passing_something_else_than_a_function_is_reported(capsys):
+    passed, out = report_of(exercises.check_tokens_per_step, solutions.tokens_per_step(8, 2), capsys)
+    assert not passed and "needs the function itself" in out
+
+
+# ------------------------------------------------------------------ typical wrong attempts
+def greedy_sentence(lang, rng):
+    prefix = []
+    while (token := int(np.argmax(lang.next_token_probs(prefix)))) != lang.eos_id:
+        prefix.append(token)
+    return prefix
+
+
+def _typed(lang, rng, pick):
+    prefix = []
+    while True:
+        token = pick(lang.next_token_probs(prefix), rng)
+        if token == lang.eos_id:
+            return prefix
+        prefix.append(token)
+
+
+def uniform_sentence(lang, rng):  # the probabilities ignored: any allowed token, equally likely
+    return _typed(lang, rng, lambda p, rng: int(rng.choice(np.flatnonzero(p))))
+
+
+def cold_sentence(lang, rng):  # temperature 0.8 instead of the distribution itself
+    return _typed(lang, rng, lambda p, rng: int(rng.choice(len(p), p=p**1.25 / (p**1.25).sum())))
+
+
+def sentence_with_eos(lang, rng):
+    return [*solutions.sample_sentence(lang, rng), lang.eos_id]
+
+
+def last_token_only(lang, rng):  # conditions on the last token, not the whole prefix
+    prefix = []
+    while True:
+        probs = lang.next_token_probs(prefix[-1:])
+        token = int(rng.choice(len(probs), p=probs))
+        if token == lang.eos_id:
+            return prefix
+        prefix.append(token)
+
+
+def never_stops(lang, rng):
+    prefix = []
+    while True:
+        probs = lang.next_token_probs(prefix[: lang.eos_id + 11])
+        prefix.append(int(rng.choice(len(probs), p=probs)))
+
+
+def without_eos_factor(lang, ids):
+    total = 0.0
+    for k, token in enumerate(ids):
+        p = lang.next_token_probs(ids[:k])[token]
+        if p == 0:
+            return -math.inf
+        total += math.log2(p)
+    return total
+
+
+def natural_log(lang, ids):
+    return solutions.sentence_log2prob(lang, ids) * math.log(2)
+
+
+def no_early_stop(lang, ids):  # asks for the factor after an impossible prefix
+    factors = [lang.next_token_probs(ids[:k])[t] for k, t in enumerate([*ids, lang.eos_id])]
+    return sum(math.log2(p) if p > 0 else -math.inf for p in factors)
+
+
+def probability_not_log(lang, ids):
+    return 2 ** solutions.sentence_log2prob(lang, ids)
+
+
+@torch.no_grad()
+def naive_loop(model, prompt, n_new):
+    seq = prompt
+    for _ in range(n_new):
+        seq = torch.cat([seq, model(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return seq
+
+
+@torch.no_grad()
+def one_pass_too_many(model, prompt, n_new):
+    cache = model.new_cache(prompt.size(0))
+    model(prompt, cache=cache)  # a separate prefill pass, then n_new more
+    seq, step_input = prompt, prompt[:, -1:]
+    cache.length -= 1
+    for _ in range(n_new):
+        token = model(step_input, cache=cache)[:, -1].argmax(-1, keepdim=True)
+        seq, step_input = torch.cat([seq, token], dim=1), token
+    return seq
+
+
+@torch.no_grad()
+def sampled_not_greedy(model, prompt, n_new):
+    cache, seq, step_input = model.new_cache(prompt.size(0)), prompt, prompt
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(n_new):
+        probs = model(step_input, cache=cache)[:, -1].softmax(-1)
+        token = torch.multinomial(probs, 1, generator=generator)
+        seq, step_input = torch.cat([seq, token], dim=1), token
+    return seq
+
+
+def new_tokens_only(model, prompt, n_new):
+    return solutions.decode_cached(model, prompt, n_new)[:, prompt.size(1) :]
+
+
+@torch.no_grad()
+def whole_prefix_into_the_cache(model, prompt, n_new):
+    cache, seq = model.new_cache(prompt.size(0)), prompt
+    for _ in range(n_new):
+        seq = torch.cat([seq, model(seq, cache=cache)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return seq
+
+
+def _sorted_nucleus(drop_rule):
+    def top_p(logits, p):
+        probs = torch.softmax(logits.double(), dim=-1)
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        drop = drop_rule(sorted_probs.cumsum(-1), sorted_probs, p)
+        return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
+    return top_p
+
+
+cumulative_includes_itself = _sorted_nucleus(lambda cum, probs, p: cum > p)
+strictly_greater_at_the_boundary = _sorted_nucleus(lambda cum, probs, p: cum - probs > p)
+ties_split_by_sort_order = _sorted_nucleus(lambda cum, probs, p: cum - probs >= p)
+
+
+def p_ignored(logits, p):
+    return logits.clone()
+
+
+def filters_in_place(logits, p):
+    return logits.masked_fill_(~torch.isfinite(solutions.top_p_filter(logits, p)), float("-inf"))
+
+
+def remainder_to_the_last_steps(n_tokens, steps):
+    base, extra = divmod(n_tokens, steps)
+    return [base + (j >= steps - extra) for j in range(steps)]
+
+
+def remainder_all_at_once(n_tokens, steps):
+    base, extra = divmod(n_tokens, steps)
+    return [base + extra] + [base] * (steps - 1)
+
+
+def remainder_dropped(n_tokens, steps):
+    return [n_tokens // steps] * steps
+
+
+def filled_positions_compete(probs, canvas, k, mask_id):
+    confidence, choice = probs.max(dim=-1)
+    best = confidence.topk(min(k, canvas.size(1)), dim=-1).indices
+    return canvas.scatter(1, best, choice.gather(1, best))
+
+
+def topk_on_ties(probs, canvas, k, mask_id):  # torch.topk does not promise the leftmost on ties
+    confidence, choice = probs.max(dim=-1)
+    confidence = confidence.masked_fill(canvas != mask_id, -math.inf)
+    best = confidence.topk(min(k, canvas.size(1)), dim=-1).indices
+    return torch.where(canvas == mask_id, canvas.scatter(1, best, choice.gather(1, best)), canvas)
+
+
+def wrong_tokens(probs, canvas, k, mask_id):  # the second most likely token
+    second = probs.topk(2, dim=-1).indices[..., 1]
+    committed = solutions.commit_most_confident(probs, canvas, k, mask_id) != canvas
+    return torch.where(committed, second, canvas)
+
+
+def k_over_the_batch(probs, canvas, k, mask_id):  # k positions in the whole batch, not per row
+    confidence, choice = probs.max(dim=-1)
+    flat = confidence.masked_fill(canvas != mask_id, -math.inf).flatten()
+    commit = torch.zeros_like(flat, dtype=torch.bool)
+    commit[flat.argsort(descending=True, stable=True)[:k]] = True
+    commit = commit.view(canvas.shape) & (canvas == mask_id)
+    return torch.where(commit, choice, canvas)
+
+
+WRONG = [  # (exercise, attempt, a phrase its report must contain)
+    ("sample_sentence", greedy_sentence, "are the same sentence"),
+    ("sample_sentence", uniform_sentence, "sampling noise alone gives"),
+    ("sample_sentence", cold_sentence, "of your draws; exactly"),
+    ("sample_sentence", sentence_with_eos, "stop when you draw it"),
+    ("sample_sentence", last_token_only, "has probability 0"),
+    ("sample_sentence", never_stops, "stop as soon as you draw lang.eos_id"),
+    ("sentence_log2prob", without_eos_factor, "a prefix of a sentence is not a sentence"),
+    ("sentence_log2prob", natural_log, "natural log"),
+    ("sentence_log2prob", no_early_stop, "return -math.inf as soon as a factor is 0"),
+    ("sentence_log2prob", probability_not_log, "return its log2"),
+    ("decode_cached", naive_loop, "as the naive loop does"),
+    ("decode_cached", one_pass_too_many, "33 forward passes for 32 new tokens"),
+    ("decode_cached", sampled_not_greedy, "argmax"),
+    ("decode_cached", new_tokens_only, "the prompt followed by the new tokens"),
+    ("decode_cached", whole_prefix_into_the_cache, "only the newest token"),
+    ("top_p_filter", cumulative_includes_itself, "the most likely token is always kept"),
+    ("top_p_filter", strictly_greater_at_the_boundary, "(>= p: drop)"),
+    ("top_p_filter", ties_split_by_sort_order, "kept or dropped together"),
+    ("top_p_filter", p_ignored, "too many"),
+    ("top_p_filter", filters_in_place, "changed its input"),
+    ("tokens_per_step", remainder_to_the_last_steps, "the remainder goes to the earliest steps"),
+    ("tokens_per_step", remainder_all_at_once, "the first n_tokens % steps steps get one more"),
+    ("tokens_per_step", remainder_dropped, "every token is committed once"),
+    ("commit_most_confident", filled_positions_compete, "only masked positions compete"),
+    ("commit_most_confident", topk_on_ties, "the leftmost position wins"),
+    ("commit_most_confident", wrong_tokens, "most likely token"),
+    ("commit_most_confident", k_over_the_batch, "in every row"),
+    ("predicted_step_seconds", lambda w, kv, bw: w / bw, "add its bytes"),
+    ("predicted_step_seconds", lambda w, kv, bw: 1e3 * (w + kv) / bw, "return seconds"),
+    ("predicted_step_seconds", lambda w, kv, bw: (w + kv) * bw, "divide the bytes by it"),
+    ("crossover_width", lambda peak, bw, b: peak * b / bw, "divide by 2"),
+    ("crossover_width", lambda peak, bw, b: peak / bw, "that is the ridge point"),
+    ("crossover_width", lambda peak, bw, b: 2 * bw / (peak * b), "upside down"),
+]
+
+
+@pytest.mark.parametrize("name, attempt, phrase", WRONG, ids=[f"{n}-{a.__name__}" for n, a, _ in WRONG])
+def test_a_wrong_attempt_fails_with_its_hint(name, attempt, phrase, capsys):
+    _, check = CHECKS[name]
+    passed, out = report_of(check, attempt, capsys)
+    assert not passed
+    assert out.startswith(f"✗ {name}: ") and "\n  hint: " in out and out.count("\n") == 2, out
+    assert phrase in out, out
+
+
+def test_every_exercise_has_at_least_two_wrong_attempts():
+    for name in CHECKS:
+        assert sum(n == name for n, _, _ in WRONG) >= 2, name
+
+
+def test_the_step_check_compares_with_a_measurement(capsys):
+    from helpers.costs import decode_step_cost
+    from helpers.model import gpt2_small_config
+
+    cost = decode_step_cost(gpt2_small_config(), context=512, bytes_per_param=4)
+    check = exercises.check_predicted_step_seconds
+    assert check(solutions.predicted_step_seconds, cost=cost, bandwidth=17.4e9, measured_s=0.0311)
+    assert "30.6 ms against 31.1 ms measured (-2 %)" in capsys.readouterr().out
+    # a correct formula is not failed for a machine whose timing is off; the report says so
+    assert check(solutions.predicted_step_seconds, cost=cost, bandwidth=34.3e9, measured_s=0.0311)
+    assert "more than 30 % off; your formula is right" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the exercises in the notebooks
+def cells(notebook: str) -> list[dict]:
+    return json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text())["cells"]
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_each_exercise_is_a_stub_a_check_and_the_folded_reference(name):
+    notebook, _ = CHECKS[name]
+    sources = [("".join(c["source"]), c["cell_type"]) for c in cells(notebook)]
+    stub = [i for i, (s, kind) in enumerate(sources) if kind == "code" and f"def {name}(" in s]
+    assert len(stub) == 1, f"{notebook} needs exactly one stub of {name}"
+    stub_source = sources[stub[0]][0]
+    assert "raise NotImplementedError" in stub_source and '"""' in stub_source  # a docstring and a placeholder
+    check = f"check_{name}({name}"
+    assert check in sources[stub[0] + 1][0], f"the cell after the stub of {name} must run {check}...)"
+    folded = [s for s, kind in sources if kind == "markdown" and f"Solution: `{name}`" in s]
+    assert len(folded) == 1, f"{notebook} needs one folded solution of {name}"
+    code = re.search(r"```python\n(.*?)```", folded[0], re.S).group(1)
+    reference = inspect.getsource(getattr(solutions, name))
+    assert code.strip() == reference.strip(), f"the folded solution of {name} differs from helpers.solutions"
+
+
+@pytest.mark.parametrize("notebook", sorted({nb for nb, _ in CHECKS.values()}))
+def test_each_notebook_asks_for_a_prediction_first(notebook):
+    assert any("**Predict before you run.**" in "".join(c["source"]) for c in cells(notebook))
