@@ -44,7 +44,7 @@ def decode_cached(model, prompt: torch.Tensor, n_new: int) -> torch.Tensor:
     cache = model.new_cache(prompt.size(0))  # keys and values of every layer, preallocated
     seq, step_input = prompt, prompt  # (B, T0)
     for _ in range(n_new):
-        logits = model(step_input, cache=cache, last_only=True)[:, -1]  # (B, V)
+        logits = model(step_input, cache=cache, last_only=True)[:, -1]  # (B, V) head on the last position only
         token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
         seq = torch.cat([seq, token], dim=1)  # (B, T + 1)
         step_input = token  # the cache remembers everything before it

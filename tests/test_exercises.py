@@ -35,13 +35,13 @@ def report_of(check, fn, capsys) -> tuple[bool, str]:
 @pytest.mark.parametrize("name", CHECKS)
 def test_the_reference_passes_quickly(name, capsys):
     _, check = CHECKS[name]
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a check must be quick even when the machine is busy
     passed, out = report_of(check, getattr(solutions, name), capsys)
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     assert passed, out
     assert out.startswith(f"✓ {name}: ") and out.count("\n") == 1
     assert re.search(r"\d", out)  # the success report gives a measured number
-    assert seconds <= 5, f"{name} took {seconds:.1f} s"
+    assert seconds <= 5, f"{name} took {seconds:.1f} s of CPU time"
 
 
 @pytest.mark.parametrize("name", CHECKS)

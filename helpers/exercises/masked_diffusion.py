@@ -19,11 +19,15 @@ def _schedule_report(fn) -> str:
         case = f"n_tokens = {n}, steps = {steps}"
         got = call(fn, n, steps, case=case, hint=SCHEDULE_HINT)
         try:
-            got = [int(c) for c in got]
+            counts = [int(c) for c in got]
+            whole = all(c == int(c) for c in got)
         except (TypeError, ValueError):
             raise Failed(
                 f"returned {type(got).__name__}, not a list of counts ({case})", "return a list of ints"
             ) from None
+        if not whole:
+            raise Failed(f"returned {list(got)}, counts that are not whole numbers ({case})", "use // and %, not /")
+        got = counts
         expected = tokens_per_step(n, steps)
         if got == expected:
             continue
@@ -70,7 +74,8 @@ def _pass_cases() -> list[tuple[str, torch.Tensor, torch.Tensor, int]]:
         cases.append((f"random case {trial + 1}, k = {k}", logits.softmax(-1), canvas, k))
     tied = torch.full((2, LENGTH, VOCAB), 0.5 / (VOCAB - 2), dtype=torch.float64)  # (B, T, V) flat tails
     tied[..., 0], tied[..., MASK_ID] = 0.5, 0.0  # every position equally sure of token 0
-    tied[1, 9, 3], tied[1, 9, 0] = 0.7, 0.5 - 0.7 + 0.5 / (VOCAB - 2)  # one clear winner in row 1
+    tied[1, 9] = 0.0
+    tied[1, 9, 3], tied[1, 9, 0] = 0.7, 0.3  # one clear winner in row 1
     canvas = torch.full((2, LENGTH), MASK_ID)
     canvas[:, :2] = 4  # two filled positions on the left, as confident as the rest
     cases.append(("equal confidences everywhere: the leftmost masked positions win, k = 3", tied, canvas, 3))
