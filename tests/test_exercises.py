@@ -331,7 +331,8 @@ def test_each_exercise_is_a_stub_a_check_and_the_folded_reference(name):
     stub_source = sources[stub[0]][0]
     assert "raise NotImplementedError" in stub_source and '"""' in stub_source  # a docstring and a placeholder
     check = f"check_{name}({name}"
-    assert check in sources[stub[0] + 1][0], f"the cell after the stub of {name} must run {check}...)"
+    check_cell = re.sub(r"\s+", "", sources[stub[0] + 1][0])  # however the formatter wraps the call
+    assert check in check_cell, f"the cell after the stub of {name} must run {check}...)"
     folded = [s for s, kind in sources if kind == "markdown" and f"Solution: `{name}`" in s]
     assert len(folded) == 1, f"{notebook} needs one folded solution of {name}"
     code = re.search(r"```python\n(.*?)```", folded[0], re.S).group(1)
@@ -342,3 +343,34 @@ def test_each_exercise_is_a_stub_a_check_and_the_folded_reference(name):
 @pytest.mark.parametrize("notebook", sorted({nb for nb, _ in CHECKS.values()}))
 def test_each_notebook_asks_for_a_prediction_first(notebook):
     assert any("**Predict before you run.**" in "".join(c["source"]) for c in cells(notebook))
+
+
+# ------------------------------------------------------------------ the references, by hand
+def test_the_schedule_reference_by_hand():
+    assert solutions.tokens_per_step(30, 8) == [4, 4, 4, 4, 4, 4, 3, 3]  # LLaDA's example
+    assert solutions.tokens_per_step(3, 5) == [1, 1, 1, 0, 0]
+
+
+def test_one_pass_reference_by_hand():
+    probs = torch.zeros(1, 6, 4, dtype=torch.float64)  # (B, T, V), mask id 3
+    probs[..., 0] = 0.5  # every position equally sure of token 0 ...
+    probs[..., 1] = 0.5
+    probs[0, 4] = torch.tensor([0.1, 0.9, 0.0, 0.0], dtype=torch.float64)  # ... except position 4
+    canvas = torch.tensor([[2, 3, 3, 3, 3, 3]])  # position 0 is filled
+    assert solutions.commit_most_confident(probs, canvas, 2, 3).tolist() == [[2, 0, 3, 3, 1, 3]]
+    assert solutions.commit_most_confident(probs, canvas, 9, 3).tolist() == [[2, 0, 0, 0, 1, 0]]
+
+
+def test_the_chain_rule_references_by_hand():
+    from helpers.toylang import LANG
+    from helpers.widgets import typewriter_trace
+
+    ids = LANG.encode("the small cat near the dogs sleeps .")
+    assert solutions.sentence_log2prob(LANG, ids) == pytest.approx(math.log2(3.402e-05), abs=1e-9)
+    assert solutions.sentence_log2prob(LANG, LANG.encode("the cat sleeps")) == -math.inf
+    assert solutions.sample_sentence(LANG, np.random.default_rng(2)) == typewriter_trace(2)[-1].prefix
+
+
+def test_the_roofline_references_by_hand():
+    assert solutions.predicted_step_seconds(494.6e6, 37.7e6, 17.4e9) == pytest.approx(0.030592, rel=1e-4)
+    assert solutions.crossover_width(989e12, 3.35e12, 2) == pytest.approx(295.2, rel=1e-3)
