@@ -224,16 +224,17 @@ class PassCounter:
         self.n = 0  # forward passes
         self.positions = 0  # sum over passes of B * T
 
-    def _hook(self, module, args, output):
+    def _hook(self, module, args, kwargs, output):
+        idx = args[0] if args else kwargs["idx"]  # however the model was called
         self.n += 1
-        self.positions += args[0].numel()
+        self.positions += idx.numel()
 
 
 @contextmanager
 def count_passes(model: nn.Module):
     """with count_passes(model) as passes: ...; passes.n is the number of forward calls."""
     counter = PassCounter()
-    handle = model.register_forward_hook(counter._hook)
+    handle = model.register_forward_hook(counter._hook, with_kwargs=True)
     try:
         yield counter
     finally:

@@ -111,3 +111,11 @@ def test_cache_overflow_is_refused():
     model(torch.zeros(1, 8, dtype=torch.long), cache=cache)
     with pytest.raises(ValueError, match="8 cached"):
         model(torch.zeros(1, 1, dtype=torch.long), cache=cache)
+
+
+def test_count_passes_counts_a_call_by_keyword_too():
+    model = Transformer(ModelConfig(vocab_size=10, max_len=8, d_model=16, n_layer=1, n_head=2)).eval()
+    with torch.no_grad(), count_passes(model) as counter:
+        model(torch.zeros(2, 3, dtype=torch.long))
+        model(idx=torch.zeros(2, 5, dtype=torch.long))
+    assert (counter.n, counter.positions) == (2, 16)

@@ -11,6 +11,7 @@ import torch
 from helpers.ar import generate, top_p_filter
 from helpers.checkpoints import load_pretrained
 from helpers.exercises.report import Failed, call, run_check
+from helpers.model import count_passes
 from helpers.toylang import LANG
 from helpers.train import held_out_documents
 
@@ -18,26 +19,6 @@ CACHE_HINT = (
     "cache = model.new_cache(B); the first pass reads the whole prompt with cache=cache, every later pass "
     "only the newest token (B, 1); take the argmax at the last position"
 )
-
-
-class PositionCounter:
-    """Counts the model's forward passes and the positions they read (B x T per pass), however
-    the model is called (positionally or by keyword)."""
-
-    def __init__(self, model):
-        self.model, self.passes, self.positions = model, 0, 0
-
-    def _hook(self, module, args, kwargs, output):
-        idx = args[0] if args else kwargs["idx"]
-        self.passes += 1
-        self.positions += idx.numel()
-
-    def __enter__(self):
-        self.handle = self.model.register_forward_hook(self._hook, with_kwargs=True)
-        return self
-
-    def __exit__(self, *exc):
-        self.handle.remove()
 
 
 @cache
@@ -56,7 +37,7 @@ def _cached_report(fn) -> str:
     for case, prompt, n_new in _cases():
         B, T0 = prompt.shape
         expected = generate(model, prompt, n_new, temperature=0)  # (B, T0 + n_new)
-        with PositionCounter(model) as counter, torch.no_grad():
+        with count_passes(model) as counter, torch.no_grad():
             got = call(fn, model, prompt.clone(), n_new, case=case, hint=CACHE_HINT)
         if not isinstance(got, torch.Tensor):
             raise Failed(
@@ -74,8 +55,8 @@ def _cached_report(fn) -> str:
             )
         naive = B * sum(T0 + j for j in range(n_new))  # the whole prefix at every step
         cached = B * (T0 + n_new - 1) if n_new else 0  # the prompt once, then one token per pass
-        if counter.passes != n_new:
-            raise Failed(f"{counter.passes} forward passes for {n_new} new tokens ({case})", "one pass per new token")
+        if counter.n != n_new:
+            raise Failed(f"{counter.n} forward passes for {n_new} new tokens ({case})", "one pass per new token")
         if counter.positions == naive != cached:
             raise Failed(
                 f"the network read {counter.positions:,} positions, as the naive loop does; a cached loop reads "
