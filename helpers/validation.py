@@ -37,12 +37,11 @@ def check_positive(value, name: str) -> float:
 def check_fraction(value, name: str, *, allow_zero: bool = False, allow_one: bool = True) -> float:
     """A finite number in (0, 1] by default; the ends as allowed."""
     low, high = ("[" if allow_zero else "("), ("]" if allow_one else ")")
-    number = check_number(value, name) if not isinstance(value, bool) else None
-    if number is None or not (
-        (number >= 0 if allow_zero else number > 0) and (number <= 1 if allow_one else number < 1)
-    ):
+    ok = not isinstance(value, bool | np.bool_) and isinstance(value, NUMBER) and math.isfinite(value)
+    ok = ok and (value >= 0 if allow_zero else value > 0) and (value <= 1 if allow_one else value < 1)
+    if not ok:
         raise ValueError(f"{name} must be a number in {low}0, 1{high}, got {value!r}")
-    return number
+    return float(value)
 
 
 def check_float_dtype(dtype, name: str = "dtype") -> torch.dtype:
