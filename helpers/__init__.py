@@ -1,20 +1,27 @@
 """The code the notebooks of *Typewriter and Editor* share, one idea per module.
 
-toylang      the toy language: an exact, enumerable distribution over sentences and documents
+toylang      the toy language: an exact, enumerable distribution over sentences; grammar (its rules)
+             and documents (sentences packed into the models' 33-position documents)
 model        the transformer (causal or bidirectional), its KV cache and the pass counter
+fixtures     models with random weights in the course's and GPT-2's shapes, for timing
 ar           autoregressive decoding: naive and KV-cached loops, sampling controls
-diffusion    masked diffusion: the ELBO loss and the samplers (confidence, blocks, threshold, remasking)
-train        one training loop for both kinds; `python -m helpers.train ar|mdlm`
+diffusion    masked diffusion: the ELBO loss and the samplers (LLaDA, Fast-dLLM, MDLM, ReMDM)
+train        one training loop for both kinds; `python -m helpers.train ar|mdlm`; train_config
 checkpoints  the shipped checkpoints in data/, checked against their sha256
-timing       honest timing and the machine's bandwidth / FLOP/s
+measurement  honest timing (warm-up, medians, IQR); machine: caches and memory of this machine
+timing       this machine's bandwidth (STREAM, GEMV) and FLOP/s
 roofline     the roofline model and its plot
-costs        what a forward pass reads and computes; ceiling and typical efficiency; memory
+costs        what a forward pass reads and computes; ceiling and typical efficiency; memory;
+             shapes: the model shapes (GPT-2, Llama, Qwen, LLaDA) the costs are computed for
 hardware     the device table (data/hardware.csv)
 latency      AR and diffusion latency of N tokens, from the cost of every pass
 calibration  published decoding speeds next to the projections of the same setting
 matched_quality  tokens per pass at a fixed validity; `python -m helpers.matched_quality`
-bench        `python -m helpers.bench`: this machine and the course's decoders, measured
+bench        (a package) `python -m helpers.bench`: this machine and the course's decoders, measured
 precision    the decode step with fp32, bf16 and int8 weights, timed in turn
 hf_compare   the course decoder against Hugging Face `generate` (needs transformers)
-plotting     one figure style; widgets: the interactive figures; device: CUDA -> MPS -> CPU
+exercises    (a package) the checks of the notebooks' exercises; solutions: their references
+validation   the argument checks every module shares
+plotting     one figure style; widgets (a package, one module per notebook): the interactive
+             figures; device: CUDA -> MPS -> CPU
 """

@@ -23,6 +23,7 @@ from pathlib import Path
 from helpers.costs import CEILING, MODEL_SHAPES, TYPICAL
 from helpers.hardware import load_hardware_table
 from helpers.latency import ar_latency, dllm_latency_at
+from helpers.validation import check_path
 
 PUBLISHED_CSV = Path(__file__).resolve().parent.parent / "data" / "published_decoding.csv"
 PARALLELISM_CSV = PUBLISHED_CSV.with_name("published_parallelism.csv")  # accuracy against tokens per pass
@@ -81,7 +82,7 @@ def _number(text: str, kind=float):
 
 def load_published(path: str | Path | None = None) -> list[Published]:
     """data/published_decoding.csv as a list of Published rows, in file order."""
-    path = Path(PUBLISHED_CSV if path is None else path)
+    path = check_path(path, PUBLISHED_CSV)
     if not path.is_file():
         raise ValueError(f"published measurements not found at {path}")
     with open(path, newline="") as f:
@@ -149,7 +150,7 @@ class ParallelismPoint:
 
 def load_parallelism(path: str | Path | None = None) -> list[ParallelismPoint]:
     """data/published_parallelism.csv as a list of ParallelismPoint, in file order."""
-    path = Path(PARALLELISM_CSV if path is None else path)
+    path = check_path(path, PARALLELISM_CSV)
     if not path.is_file():
         raise ValueError(f"published accuracy-under-parallelism points not found at {path}")
     with open(path, newline="") as f:

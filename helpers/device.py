@@ -1,4 +1,5 @@
-"""Pick the fastest device this machine has: CUDA, then Apple's MPS, then the CPU."""
+"""Devices: pick the fastest this machine has (CUDA, then Apple's MPS, then the CPU), name one,
+and turn what a caller passes as `device` into a torch.device (`as_device`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ def pick_device(prefer: str | None = None) -> torch.device:
     Never touches CUDA on a machine without it."""
     available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
     if prefer is not None:
-        if prefer not in available:
+        if not isinstance(prefer, str) or prefer not in available:
             raise ValueError(f"prefer must be one of {sorted(available)} or None, got {prefer!r}")
         if not available[prefer]:
             raise ValueError(
@@ -24,9 +25,33 @@ def pick_device(prefer: str | None = None) -> torch.device:
 
 
 def describe(device: torch.device) -> str:
-    """A readable name: the GPU model on CUDA, else the device type and CPU thread count."""
+    """A readable name: the GPU model on CUDA, else the device type and CPU thread count.
+    device: a torch.device or anything `as_device` accepts."""
+    device = as_device(device)
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     if device.type == "mps":
         return "mps (Apple GPU)"
     return f"cpu ({torch.get_num_threads()} threads)"
+
+
+def as_device(device) -> torch.device:
+    """None -> the CPU; a string or torch.device of type cpu, cuda or mps -> torch.device.
+    ValueError for anything else, and for a device type this machine does not have (only the
+    type asked for is probed: CUDA is never touched on a CPU request)."""
+    if device is None:
+        return torch.device("cpu")
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(
+            f"device must be None, 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got {device!r}"
+        ) from err
+    if device.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device type must be cpu, cuda or mps, got {device.type!r}")
+    is_available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}.get(device.type)
+    if is_available is not None and not is_available():  # asked only of the type requested
+        raise ValueError(
+            f"device {device.type!r} is not available on this machine; helpers.device.pick_device() finds one"
+        )
+    return device

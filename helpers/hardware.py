@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers.validation import check_path
+
 HARDWARE_CSV = Path(__file__).resolve().parent.parent / "data" / "hardware.csv"
 PEAK_DTYPES = ("bf16", "fp32")  # the peaks the table lists
 
@@ -69,7 +71,7 @@ def _optional_float(text: str) -> float | None:
 
 def load_hardware_table(path: str | Path | None = None) -> dict[str, Hardware]:
     """data/hardware.csv as {device name: Hardware}, in file order."""
-    path = Path(HARDWARE_CSV if path is None else path)
+    path = check_path(path, HARDWARE_CSV)
     if not path.is_file():
         raise ValueError(f"hardware table not found at {path}")
     with open(path, newline="") as f:

@@ -23,10 +23,11 @@ import torch
 import torch.nn.functional as F
 
 from helpers.ar import generate
-from helpers.bench import prefilled_cache
 from helpers.costs import decode_step_cost
+from helpers.fixtures import prefilled_cache
+from helpers.machine import default_array_bytes, machine_summary
 from helpers.model import Transformer, decode_layout, gpt2_small_config
-from helpers.timing import DEFAULT_GEMV_COLS, default_array_bytes, linear_bytes, machine_summary, stream_bandwidth
+from helpers.timing import DEFAULT_GEMV_COLS, linear_bytes, stream_bandwidth
 
 PROMPT_TOKENS, NEW_TOKENS = 8, 64
 

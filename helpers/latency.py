@@ -22,8 +22,6 @@ from helpers.costs import (
     TYPICAL_BANDWIDTH_EFFICIENCY,
     TYPICAL_COMPUTE_EFFICIENCY,
     StepCost,
-    _check_int,
-    _check_positive,
     check_dtype,
     check_fits,
     decode_step_cost,
@@ -32,6 +30,7 @@ from helpers.costs import (
     forward_pass_cost,
     predicted_time,
 )
+from helpers.validation import check_int, check_positive
 
 CACHES = (None, "prefix", "dual")  # LLaDA (no cache), Fast-dLLM prefix cache, Fast-dLLM dual cache
 
@@ -42,8 +41,8 @@ def ar_pass_costs(n_tokens: int, model, *, prompt: int = 1, batch: int = 1, dtyp
     """The N sequential passes of KV-cached AR generation of N tokens after a prompt of P tokens
     (as helpers.ar.generate runs them): one prefill pass over the P prompt tokens, which yields
     the first new token, then N - 1 decode steps at contexts P, P + 1, ..., P + N - 2."""
-    n_tokens = _check_int(n_tokens, "n_tokens", 1)
-    prompt = _check_int(prompt, "prompt", 1)
+    n_tokens = check_int(n_tokens, "n_tokens", 1)
+    prompt = check_int(prompt, "prompt", 1)
     weight_bytes, kv_bytes, _ = check_dtype(dtype)
     costs = [forward_pass_cost(model, batch, prompt, 0, weight_bytes, kv_bytes)]
     costs += [decode_step_cost(model, batch, prompt + i, weight_bytes, kv_bytes) for i in range(n_tokens - 1)]
@@ -75,10 +74,10 @@ def _block_pass_shapes(prompt: int, n_tokens: int, start: int, size: int, cache:
 
 
 def _check_cache(cache, block_length):
-    if cache not in CACHES:
+    if not (cache is None or isinstance(cache, str)) or cache not in CACHES:
         raise ValueError(f"cache must be None, 'prefix' or 'dual', got {cache!r}")
     if block_length is not None:
-        block_length = _check_int(block_length, "block_length", 1)
+        block_length = check_int(block_length, "block_length", 1)
     if cache is not None and block_length is None:
         raise ValueError(f"cache={cache!r} decodes block by block: give block_length")
     return block_length
@@ -105,9 +104,9 @@ def dllm_pass_costs(
     everything after it ("prefix": attends to the cached prefix) or over the current block only
     ("dual": attends to the cached prefix and suffix).
     """
-    n_tokens = _check_int(n_tokens, "n_tokens", 1)
-    steps = _check_int(steps, "steps", 1)
-    prompt = _check_int(prompt, "prompt", 0)
+    n_tokens = check_int(n_tokens, "n_tokens", 1)
+    steps = check_int(steps, "steps", 1)
+    prompt = check_int(prompt, "prompt", 0)
     weight_bytes, kv_bytes, _ = check_dtype(dtype)
     block_length = _check_cache(cache, block_length)
     if cache is None:
@@ -188,9 +187,9 @@ def dllm_latency_at(
     blocks of block_length (the last one may be shorter): a block of b tokens takes
     max(1, b / tokens_per_pass) passes, the first a full pass that refreshes the cache. Where
     the passes come out whole, this equals dllm_latency with that many steps."""
-    n_tokens = _check_int(n_tokens, "n_tokens", 1)
-    rate = _check_positive(tokens_per_pass, "tokens_per_pass")
-    prompt = _check_int(prompt, "prompt", 0)
+    n_tokens = check_int(n_tokens, "n_tokens", 1)
+    rate = check_positive(tokens_per_pass, "tokens_per_pass")
+    prompt = check_int(prompt, "prompt", 0)
     weight_bytes, kv_bytes, _ = check_dtype(dtype)
     block_length = _check_cache(cache, block_length)
     if rate > n_tokens:
@@ -217,15 +216,20 @@ EXPLORER_BLOCK = 32  # block length of the Fast-dLLM-style cached decoding the e
 
 def explorer_lengths(n_max: int, block_length: int = EXPLORER_BLOCK) -> np.ndarray:
     """N = block_length, 2 x block_length, 4 x ... up to n_max: every N a whole number of blocks."""
-    n_max = _check_int(n_max, "n_max", block_length)
+    block_length = check_int(block_length, "block_length", 1)
+    n_max = check_int(n_max, "n_max", block_length)
     return block_length * 2 ** np.arange(int(math.log2(n_max // block_length)) + 1)
 
 
 def dllm_steps(n_tokens: int, steps: int, cache: str | None, block_length: int = EXPLORER_BLOCK) -> int:
     """Passes the explorer's diffusion decoder makes for N tokens when asked for K: at most one token
-    per pass needs K <= N; with blocks, K is rounded to a whole number of passes per block, at least one."""
-    n_tokens = _check_int(n_tokens, "n_tokens", 1)
-    steps = min(_check_int(steps, "steps", 1), n_tokens)
+    per pass needs K <= N; with blocks, K is rounded to a whole number of passes per block, at least one.
+    cache: None, "prefix" or "dual" (both cached kinds split K over blocks of block_length alike)."""
+    n_tokens = check_int(n_tokens, "n_tokens", 1)
+    steps = min(check_int(steps, "steps", 1), n_tokens)
+    block_length = check_int(block_length, "block_length", 1)
+    if not (cache is None or isinstance(cache, str)) or cache not in CACHES:
+        raise ValueError(f"cache must be None, 'prefix' or 'dual', got {cache!r}")
     if cache is None:
         return steps
     if n_tokens % block_length:
@@ -266,9 +270,9 @@ def latency_curves(
     cache None (every pass over the whole canvas) or "dual" (Fast-dLLM blocks of EXPLORER_BLOCK
     tokens). ValueError if the setting does not fit in the device's memory at the largest N."""
     dllm_model = model if dllm_model is None else dllm_model
-    batch = _check_int(batch, "batch", 1)
-    steps = _check_int(steps, "steps", 1)
-    if cache not in (None, "dual"):
+    batch = check_int(batch, "batch", 1)
+    steps = check_int(steps, "steps", 1)
+    if not (cache is None or isinstance(cache, str)) or cache not in (None, "dual"):
         raise ValueError(f"cache must be None or 'dual', got {cache!r}")
     n = explorer_lengths(n_max)
     check_fits(model, hardware, dtype, batch=batch, cached_positions=1 + int(n[-1]))

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from helpers.toylang import LANG
+from helpers.validation import check_int, check_path
 
 MATCHED_QUALITY_JSON = Path(__file__).resolve().parent.parent / "data" / "matched_quality.json"
 LENGTH = 32  # positions to fill: the course canvas is <bos> + 32
@@ -113,7 +114,7 @@ def sweep_run(dllm, strategy: str, setting: float, chunk: int, n_docs: int = CHU
     """Chunk `chunk` of one setting: n_docs documents sampled with seed `chunk`, scored."""
     from helpers.diffusion import sample
 
-    if strategy not in STRATEGIES:
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
     kwargs, grid = STRATEGIES[strategy]
     if setting not in grid:
@@ -122,6 +123,7 @@ def sweep_run(dllm, strategy: str, setting: float, chunk: int, n_docs: int = CHU
         steps, kwargs = LENGTH, {**kwargs, "threshold": setting}
     else:
         steps = int(setting)
+    chunk, n_docs = check_int(chunk, "chunk", 0), check_int(n_docs, "n_docs", 1)
     generator = torch.Generator().manual_seed(chunk)
     docs, trace = sample(
         dllm, LENGTH, steps, batch_size=n_docs, temperature=1.0, generator=generator, return_trace=True, **kwargs
@@ -193,10 +195,14 @@ def tokens_per_pass_at(runs: list[Run], target: float, *, boot: int = 200, seed:
     from `boot` bootstrap resamples of the documents of every setting. The error covers sampling
     noise only, not the straight line drawn between the two measured rates around the crossing
     (`bracket`): where those are far apart, the bracket is the honest resolution."""
+    runs = list(runs) if hasattr(runs, "__iter__") and not isinstance(runs, str) else [runs]
+    if not all(isinstance(r, Run) for r in runs):
+        raise ValueError(f"runs must be a list of Run (e.g. load_sweep().runs[strategy]), got {runs!r:.80}")
     if not runs:
         raise ValueError("runs must hold at least one Run")
     if not (isinstance(target, float) and 0 < target < 1):
         raise ValueError(f"target must be a validity in (0, 1), e.g. 0.99, got {target!r}")
+    boot, seed = check_int(boot, "boot", 0), check_int(seed, "seed", 0)
     value = crossing([(r.tokens_per_pass, r.validity) for r in runs], target)
     rng = np.random.default_rng(seed)
     draws = []
@@ -240,7 +246,7 @@ def _run_from_json(d: dict) -> Run:
 
 def load_sweep(path: str | Path | None = None) -> Sweep:
     """The shipped sweep (data/matched_quality.json)."""
-    path = Path(MATCHED_QUALITY_JSON if path is None else path)
+    path = check_path(path, MATCHED_QUALITY_JSON)
     if not path.is_file():
         raise ValueError(f"{path.name} not found; rebuild it with: python -m helpers.matched_quality")
     data = json.loads(path.read_text())

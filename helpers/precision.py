@@ -28,9 +28,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from helpers.costs import StepCost, _check_int, decode_step_cost
+from helpers.costs import StepCost, decode_step_cost
+from helpers.fixtures import prefilled_cache
+from helpers.measurement import Measurement, benchmark
 from helpers.model import ModelConfig, Transformer
-from helpers.timing import Measurement, benchmark
+from helpers.validation import check_int
 
 FORMATS = ("fp32", "bf16", "int8")
 
@@ -77,8 +79,10 @@ def int8_weight_only(model: Transformer) -> Transformer:
 
 def model_in(model: Transformer, fmt: str) -> Transformer:
     """The same weights in another format: 'fp32' (itself), 'bf16' or 'int8' (weight-only)."""
-    if fmt not in FORMATS:
+    if not isinstance(fmt, str) or fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
+    if not isinstance(model, Transformer):
+        raise ValueError(f"model must be a helpers.model.Transformer, got {type(model).__name__}")
     if fmt == "fp32":
         return model
     if fmt == "bf16":
@@ -101,6 +105,8 @@ def _row_major(model: Transformer) -> Transformer:
 
 def step_cost(config: ModelConfig, fmt: str, context: int) -> StepCost:
     """Bytes and FLOPs of one decode step in a format (int8: 1-byte weights, bf16 KV cache)."""
+    if not isinstance(fmt, str) or fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     weight_bytes, kv_bytes = {"fp32": (4, 4), "bf16": (2, 2), "int8": (1, 2)}[fmt]
     return decode_step_cost(config, context=context, bytes_per_param=weight_bytes, bytes_per_kv=kv_bytes)
 
@@ -120,31 +126,20 @@ class FormatStep:
         """Bytes the step must read / its time (bytes/s)."""
         return self.cost.total_bytes / self.measured.si
 
-    def as_dict(self) -> dict:
-        return {
-            "format": self.fmt,
-            "measured_ms": None if self.measured is None else round(1e3 * self.measured.value, 3),
-            "measured_iqr_ms": None if self.measured is None else round(1e3 * self.measured.spread, 3),
-            "gemvs_ms": None if self.gemvs is None else round(1e3 * self.gemvs.value, 3),
-            "bytes_per_step": int(self.cost.total_bytes),
-            "achieved_gb_s": None if self.measured is None else round(self.bandwidth / 1e9, 2),
-            "note": self.note,
-        }
-
 
 def time_formats(model: Transformer, *, context: int = 512, rounds: int = 5, repeat: int = 3) -> list[FormatStep]:
     """Time one KV-cached decode step (the call helpers.ar.generate makes) of `model` (fp32, CPU)
     in every format of FORMATS, and the step's weight matrices alone (each times one vector, back
     to back): `rounds` rounds, each timing `repeat` runs of every format in turn; the median over
     all of a format's runs is reported."""
-    from helpers.bench import model_gemvs, prefilled_cache
+    from helpers.bench.passes import model_gemvs  # here: helpers.bench imports this module
 
     if not isinstance(model, Transformer) or not model.config.causal or model.tok_emb.weight.dtype != torch.float32:
         raise ValueError("model must be a causal fp32 helpers.model.Transformer")
     context, rounds, repeat = (
-        _check_int(context, "context", 0),
-        _check_int(rounds, "rounds", 1),
-        _check_int(repeat, "repeat", 1),
+        check_int(context, "context", 0),
+        check_int(rounds, "rounds", 1),
+        check_int(repeat, "repeat", 1),
     )
     if context + 1 > model.config.max_len:
         raise ValueError(f"context ({context}) + 1 must fit in max_len ({model.config.max_len})")
@@ -177,8 +172,11 @@ def time_formats(model: Transformer, *, context: int = 512, rounds: int = 5, rep
 
 def ratios(results: list[FormatStep], base: str = "fp32") -> dict[str, tuple[float, float]]:
     """{format: (time / base time, bytes / base bytes)} for every timed format."""
+    results = list(results) if hasattr(results, "__iter__") and not isinstance(results, str) else []
+    if not results or not all(isinstance(r, FormatStep) for r in results):
+        raise ValueError("results must be the list of FormatStep that time_formats returns")
     by = {r.fmt: r for r in results if r.measured is not None}
-    if base not in by:
+    if not isinstance(base, str) or base not in by:
         raise ValueError(f"no timed {base} step to compare with")
     ref = by[base]
     return {f: (r.measured.si / ref.measured.si, r.cost.total_bytes / ref.cost.total_bytes) for f, r in by.items()}

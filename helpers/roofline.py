@@ -5,15 +5,15 @@ at most at min(peak FLOP/s, bandwidth x I). Below the ridge point I* = peak / ba
 memory-bound; above it, compute-bound. Units: FLOP/s, bytes/s, FLOP/byte.
 
 What a forward pass costs and how long it takes is in helpers.costs; the device table in
-helpers.hardware; latencies of whole generations in helpers.latency.
+helpers.hardware; latencies of whole generations in helpers.latency. Importing this module does
+not import matplotlib: `plot_roofline` draws on an axes it is given.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from helpers.costs import _check_positive
-from helpers.plotting import ACCENT_COLOR, TRUTH_COLOR
+from helpers.validation import check_positive
 
 # ----------------------------------------------------------------------------- the roofline
 
@@ -21,10 +21,13 @@ from helpers.plotting import ACCENT_COLOR, TRUTH_COLOR
 def attainable(intensity, peak_flops: float, bandwidth: float):
     """Roofline: min(peak_flops, bandwidth x intensity) in FLOP/s. intensity in FLOP/byte,
     a number or an array (the answer has the same shape)."""
-    peak_flops = _check_positive(peak_flops, "peak_flops")
-    bandwidth = _check_positive(bandwidth, "bandwidth")
-    values = np.asarray(intensity, dtype=float)
-    if not np.all(np.isfinite(values)) or np.any(values < 0):
+    peak_flops = check_positive(peak_flops, "peak_flops")
+    bandwidth = check_positive(bandwidth, "bandwidth")
+    try:
+        values = np.asarray(intensity, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"intensity must be a number or an array of numbers (FLOP/byte), got {intensity!r}") from err
+    if isinstance(intensity, bool) or not np.all(np.isfinite(values)) or np.any(values < 0):
         raise ValueError("intensity must be finite and >= 0 (FLOP per byte)")
     result = np.minimum(peak_flops, bandwidth * values)
     return float(result) if result.ndim == 0 else result
@@ -32,14 +35,14 @@ def attainable(intensity, peak_flops: float, bandwidth: float):
 
 def ridge_point(peak_flops: float, bandwidth: float) -> float:
     """Intensity (FLOP/byte) where the bandwidth roof meets the compute roof: peak / bandwidth."""
-    return _check_positive(peak_flops, "peak_flops") / _check_positive(bandwidth, "bandwidth")
+    return check_positive(peak_flops, "peak_flops") / check_positive(bandwidth, "bandwidth")
 
 
 def _unpack_point(point):
     if not isinstance(point, tuple | list) or len(point) not in (2, 3):
         raise ValueError(f"each point must be (intensity, flops) or (intensity, flops, label), got {point!r}")
-    intensity = _check_positive(point[0], "a point's intensity")
-    flops = _check_positive(point[1], "a point's FLOP/s")
+    intensity = check_positive(point[0], "a point's intensity")
+    flops = check_positive(point[1], "a point's FLOP/s")
     return intensity, flops, (point[2] if len(point) == 3 else None)
 
 
@@ -58,8 +61,8 @@ def plot_roofline(
     bandwidth: float,
     points=(),
     label: str | None = None,
-    color: str = TRUTH_COLOR,
-    point_color: str = ACCENT_COLOR,
+    color: str | None = None,
+    point_color: str | None = None,
     intensity_range: tuple[float, float] | None = None,
     equal_decades: bool = True,
 ):
@@ -69,15 +72,21 @@ def plot_roofline(
     points: (intensity FLOP/byte, achieved FLOP/s) or (intensity, FLOP/s, label) tuples.
     intensity_range: (lowest, highest) intensity on the x axis; default ridge / 100 to ridge x 100,
     widened to include every point. equal_decades: give a decade the same length on both axes,
-    so the bandwidth roof is drawn at 45 degrees (turn off to fill a wide axes). Returns ax.
+    so the bandwidth roof is drawn at 45 degrees (turn off to fill a wide axes).
+    color, point_color: of the roofs and of the points (default the course's grey and amber,
+    helpers.plotting.TRUTH_COLOR and ACCENT_COLOR). Returns ax.
     """
+    from helpers.plotting import ACCENT_COLOR, TRUTH_COLOR  # here, not at the top: the model needs no pyplot
+
+    color = TRUTH_COLOR if color is None else color
+    point_color = ACCENT_COLOR if point_color is None else point_color
     ridge = ridge_point(peak_flops, bandwidth)
     unpacked = [_unpack_point(p) for p in points]
     if intensity_range is None:
         xs = [ridge / 100, ridge * 100] + [i for i, _, _ in unpacked]
         intensity_range = (min(xs) / 2, max(xs) * 2)
     lo, hi = intensity_range
-    if not (_check_positive(lo, "intensity_range[0]") < _check_positive(hi, "intensity_range[1]")):
+    if not (check_positive(lo, "intensity_range[0]") < check_positive(hi, "intensity_range[1]")):
         raise ValueError(f"intensity_range must be (low, high) with 0 < low < high, got {intensity_range!r}")
     if label is None:
         label = f"roof: {_short(bandwidth / 1e9)} GB/s, {_flops_text(peak_flops)}"

@@ -4,6 +4,8 @@ what it got, and what is allowed. bool is never accepted as a number (True is an
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -61,3 +63,12 @@ def _range(minimum, maximum) -> str:
 
 def _bound(minimum, strict: bool) -> str:
     return "" if minimum is None else f" {'>' if strict else '>='} {minimum}"
+
+
+def check_path(path, default, name: str = "path") -> Path:
+    """A file path: None (then `default`), a str or an os.PathLike such as pathlib.Path."""
+    if path is None:
+        return Path(default)
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"{name} must be None, a str or a pathlib.Path, got {path!r}")
+    return Path(path)

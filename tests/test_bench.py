@@ -9,17 +9,20 @@ from dataclasses import asdict, replace
 import pytest
 import torch
 
-from helpers import bench
 from helpers.bench import (
     BenchSettings,
     Roofs,
+    as_json,
     bidirectional_twin,
     decode_step,
     format_report,
     main,
     measure_machine,
     model_gemv_bandwidth,
+    prefilled_cache,
     random_model,
+    report,
+    roofs,
     run_bench,
     tiny_config,
     tiny_models_n256,
@@ -55,25 +58,25 @@ def fake_roofs(copy=10.0, triad=12.0, gemv=11.0, gflops=100.0) -> Roofs:
 @pytest.fixture
 def faked_machine(monkeypatch):
     """measure_machine without the measurements: fixed roofs, no big arrays."""
-    monkeypatch.setattr(bench, "measure_machine", lambda device=None, settings=None: fake_roofs())
+    monkeypatch.setattr(report, "measure_machine", lambda device=None, settings=None: fake_roofs())
 
 
 def test_roofs_properties_and_dict():
     r = fake_roofs()
     assert r.bandwidth == 11e9 and r.stream_bandwidth == 12e9 and r.peak_flops == 100e9
     assert r.ridge == pytest.approx(100 / 11) and r.ridge_stream == pytest.approx(100 / 12)
-    d = r.as_dict()
+    d = as_json(r)
     assert d["ridge_flop_per_byte"] == round(100 / 11, 2) and d["ridge_bandwidth"] == "gemv"
     assert {"copy_gb_s", "triad_gb_s", "gemv_gb_s", "matmul_gflop_s", "threads", "device"} <= set(d)
 
 
 def test_measure_machine_on_small_arrays(monkeypatch):
-    monkeypatch.setattr(bench, "default_array_bytes", lambda device=None: 2**20)  # 1 MiB: only a smoke test
+    monkeypatch.setattr(roofs, "default_array_bytes", lambda device=None: 2**20)  # 1 MiB: only a smoke test
     r = measure_machine("cpu", settings=replace(FAST, matmul_n=64))
     assert r.array_bytes == 2 * 2**20 and r.threads == torch.get_num_threads()
     assert min(r.copy.value, r.triad.value, r.gemv.value, r.matmul.value) > 0
     assert r.gemv_dtype == "float32" and r.matmul_dtype == "float32"
-    json.dumps(r.as_dict())
+    json.dumps(as_json(r))
 
 
 def test_decode_step_is_the_cached_step_of_generate_and_its_prediction():
@@ -96,7 +99,7 @@ def test_decode_step_is_the_cached_step_of_generate_and_its_prediction():
     assert step.vs_gemv == pytest.approx(step.achieved_bandwidth / 9e9)
     assert step.error == pytest.approx(step.predicted_s / step.measured.si - 1)
     assert step.error_generic == pytest.approx(step.predicted_generic_s / step.measured.si - 1)
-    d = step.as_dict()
+    d = as_json(step)
     assert d["context"] == 10 and d["dtype"] == "float32" and d["bytes_per_step"] == int(cost.total_bytes)
     assert d["gemv_model_gb_s"] == 9.0
 
@@ -142,7 +145,7 @@ def test_tiny_models_count_their_passes():
     assert (run.ar.passes, run.dllm.passes) == (16, 4)  # N passes for AR, K for the diffusion sampler
     assert run.ar.per_pass_s == pytest.approx(run.ar.measured.si / 16)
     assert run.params == random_model(tiny_config(16)).num_params()
-    d = run.as_dict()
+    d = as_json(run)
     assert "33 positions" in d["note"] and "max_len 17" in d["note"]
     assert d["dllm_speedup"] == round(run.ar.measured.si / run.dllm.measured.si, 2)
 
@@ -157,7 +160,7 @@ def test_run_bench_json_structure(faked_machine):
     assert [f["format"] for f in result["formats"]] == ["fp32", "bf16", "int8"]
     assert [f["bytes_per_step"] for f in result["formats"]][0] > result["formats"][1]["bytes_per_step"]
     assert json.loads(json.dumps(result)) == result  # plain JSON types only
-    assert result["roofs"] == fake_roofs().as_dict()
+    assert result["roofs"] == as_json(fake_roofs())
     assert [p["width"] for p in result["width_sweep"]] == [1, 4]  # 64 does not fit in max_len 40
     assert result["decode"]["context"] == 8 and result["decode"]["shape"] == "custom"
     assert result["tiny"]["ar"]["passes"] == 16 and result["tiny"]["dllm"]["passes"] == 4
@@ -193,8 +196,8 @@ def test_main_prints_json_or_a_table(monkeypatch, capsys):
         seen.update(kwargs, device=device)
         return result
 
-    monkeypatch.setattr(bench, "run_bench", fake_run)
-    monkeypatch.setattr(bench, "format_report", lambda r: "TABLE")
+    monkeypatch.setattr(report, "run_bench", fake_run)
+    monkeypatch.setattr(report, "format_report", lambda r: "TABLE")
     main(["--device", "cpu", "--json", "--quick", "--steps", "16"])
     assert json.loads(capsys.readouterr().out) == result
     assert seen["quick"] is True and seen["steps"] == 16 and seen["device"] == torch.device("cpu")
@@ -241,3 +244,79 @@ def test_main_rejects_bad_arguments(argv, capsys):
         main(["--device", "cpu", *argv] if "--device" not in argv else argv)
     assert exit_info.value.code == 2
     assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: BenchSettings(repeat=0), "BenchSettings.repeat must be an int >= 1, got 0"),
+        (lambda: BenchSettings(warmup=True), "BenchSettings.warmup must be an int >= 0, got True"),
+        (lambda: BenchSettings(widths=()), "BenchSettings.widths must be a non-empty tuple"),
+        (lambda: random_model(SMALL, seed=True), "seed must be an int >= 0, got True"),
+        (lambda: random_model(SMALL, device="tpu"), "device must be None, 'cpu', 'cuda', 'cuda:N', 'mps'"),
+        (lambda: tiny_config(8, causal="yes"), "causal must be True or False"),
+        (lambda: tiny_config(2.0), "n_tokens must be an int >= 1, got 2.0"),
+        (lambda: bidirectional_twin(SMALL), "model must be a helpers.model.Transformer, got ModelConfig"),
+        (lambda: prefilled_cache(random_model(SMALL), 40, 1, 0), r"must fit in max_len \(40\)"),
+        (lambda: prefilled_cache(SMALL, 4, 1, 0), "model must be a causal helpers.model.Transformer"),
+        (lambda: decode_step(SMALL, roofs=fake_roofs(), context=True), "context must be an int >= 0, got True"),
+        (lambda: decode_step(SMALL, roofs=fake_roofs(), shape=3), "shape must be None or a str"),
+        (lambda: tiny_models_n256(roofs=fake_roofs(), n_tokens=True), "n_tokens must be an int >= 1, got True"),
+        (lambda: run_bench("cpu", steps=True), "steps must be an int >= 1, got True"),
+        (lambda: run_bench("cpu", settings="fast"), "settings must be None or a BenchSettings"),
+        (lambda: run_bench("cpu", decode_config=replace(SMALL, causal=False)), "decode_config must be causal"),
+        (lambda: run_bench("cpu", progress=3), "progress must be None or a callable"),
+        (lambda: as_json(3), "result must be a measurement of helpers.bench or helpers.precision"),
+    ],
+)
+def test_more_bad_arguments_name_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_width_sweep_rejects_widths_that_are_not_a_list():
+    model = random_model(SMALL)
+    step = decode_step(model, roofs=fake_roofs(), context=2, warmup=0, repeat=1)
+    for widths in (4, "4"):
+        with pytest.raises(ValueError, match="widths must be a list of ints >= 1"):
+            width_sweep(model, widths, roofs=fake_roofs(), step=step)
+    with pytest.raises(ValueError, match="each width must be an int >= 1, got True"):
+        width_sweep(model, [True], roofs=fake_roofs(), step=step)
+
+
+def test_json_keys_are_the_documented_ones():
+    """The keys data/bench_*.json and notebook 04 read, in their order (dataclasses.asdict of the report rows)."""
+    assert list(as_json(fake_roofs())) == [
+        "device", "threads", "array_mib", "copy_gb_s", "copy_iqr_gb_s", "triad_gb_s", "triad_iqr_gb_s",
+        "gemv_gb_s", "gemv_iqr_gb_s", "gemv_dtype", "matmul_gflop_s", "matmul_iqr_gflop_s", "matmul_dtype",
+        "ridge_flop_per_byte", "ridge_bandwidth", "ridge_stream_flop_per_byte",
+    ]  # fmt: skip
+    run = tiny_models_n256(roofs=fake_roofs(), n_tokens=8, steps=2, warmup=0, repeat=1)
+    d = as_json(run)
+    assert list(d) == ["note", "n_tokens", "steps", "params", "ar", "dllm", "dllm_speedup"]
+    assert list(d["ar"]) == ["decoder", "measured_ms", "measured_iqr_ms", "passes", "ms_per_pass", "predicted_ms"]
+    assert d["ar"]["measured_ms"] == round(1e3 * run.ar.measured.value, 2)
+
+
+def test_python_m_helpers_bench_help_runs():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "helpers.bench", "--help"], capture_output=True, text=True, check=True)
+    assert "--quick" in out.stdout and "--json" in out.stdout and "measure_machine" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "bench", "bench.report", "bench.passes", "bench.roofs", "fixtures", "timing", "measurement", "machine",
+        "costs", "shapes", "latency", "roofline", "widgets", "widgets.latency_explorer", "widgets.side_by_side",
+        "widgets.model_typewriter", "widgets.typewriter", "widgets.stepper", "precision", "hf_compare",
+    ],
+)  # fmt: skip
+def test_each_module_imports_first_in_a_fresh_interpreter(module):
+    """No import cycle: every module can be the first one imported."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", f"import helpers.{module}"], check=True)

@@ -93,3 +93,9 @@ def test_published_accuracy_under_parallelism():
     assert all(p.task == "GSM8K-CoT" and p.source for p in points)
     assert max(p.tokens_per_pass for p in points) == 9.11  # d3LLM-LLaDA
     assert all(p.tokens_per_pass == 1.0 for p in points if p.kind == "AR")
+
+
+@pytest.mark.parametrize("load", [calibration_table, load_published, load_parallelism])
+def test_a_path_that_is_not_a_path_names_what_is_allowed(load):
+    with pytest.raises(ValueError, match="path must be None, a str or a pathlib.Path, got 3"):
+        load(3)

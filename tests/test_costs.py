@@ -4,7 +4,10 @@ from helpers.costs import (
     MODEL_SHAPES,
     ModelShape,
     StepCost,
+    check_fits,
     decode_step_cost,
+    effective_roofs,
+    efficiency_label,
     forward_pass_cost,
     kv_bytes_per_token,
     mbu,
@@ -77,7 +80,7 @@ def test_kv_bytes_per_token():
         (lambda: tiny_shape(n_kv_head=3), "must be a multiple of n_kv_head"),
         (lambda: tiny_shape(d_model=9), "must be divisible by n_head"),
         (lambda: tiny_shape(n_layer=0), "n_layer must be an int >= 1"),
-        (lambda: kv_bytes_per_token(tiny_shape(), 0), "bytes_per_kv must be a positive"),
+        (lambda: kv_bytes_per_token(tiny_shape(), 0), "bytes_per_kv must be a finite number > 0"),
     ],
 )
 def test_shapes_reject_bad_arguments(call, message):
@@ -167,14 +170,14 @@ def test_mbu():
     [
         (lambda: decode_step_cost(tiny_shape(), batch=0), "batch must be an int >= 1"),
         (lambda: decode_step_cost(tiny_shape(), context=-1), "context must be an int >= 0"),
-        (lambda: decode_step_cost(tiny_shape(), bytes_per_param=0), "bytes_per_param must be a positive"),
+        (lambda: decode_step_cost(tiny_shape(), bytes_per_param=0), "bytes_per_param must be a finite number > 0"),
         (lambda: forward_pass_cost(tiny_shape(), tokens=0), "tokens must be an int >= 1"),
         (lambda: forward_pass_cost(tiny_shape(), tokens=2.0), "tokens must be an int >= 1"),
         (lambda: decode_step_cost("nope"), "model must be a ModelShape"),
         (lambda: predicted_time("cost", 1.0, 1.0), "cost must be a StepCost"),
-        (lambda: predicted_time(decode_step_cost(tiny_shape()), 0.0, 1.0), "bandwidth must be a positive"),
-        (lambda: mbu(decode_step_cost(tiny_shape()), 0.0, 1.0), "measured_seconds must be a positive"),
-        (lambda: mbu(decode_step_cost(tiny_shape()), 1.0, -1.0), "peak_bandwidth must be a positive"),
+        (lambda: predicted_time(decode_step_cost(tiny_shape()), 0.0, 1.0), "bandwidth must be a finite number > 0"),
+        (lambda: mbu(decode_step_cost(tiny_shape()), 0.0, 1.0), "measured_seconds must be a finite number > 0"),
+        (lambda: mbu(decode_step_cost(tiny_shape()), 1.0, -1.0), "peak_bandwidth must be a finite number > 0"),
     ],
 )
 def test_costs_reject_bad_arguments(call, message):
@@ -201,3 +204,36 @@ def test_hardware_table():
         get_hardware("Cray-1")
     with pytest.raises(ValueError, match="hardware table not found"):
         load_hardware_table("/nonexistent/hardware.csv")
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: model_shape(["Llama-3-8B"]), "model must be a ModelShape, a ModelConfig or one of"),
+        (lambda: kv_bytes_per_token("Llama-3-8B", True), "bytes_per_kv must be a finite number > 0, got True"),
+        (lambda: decode_step_cost("Llama-2-7B", bytes_per_param=float("nan")), "bytes_per_param must be a finite"),
+        (lambda: decode_step_cost("Llama-2-7B", batch=True), "batch must be an int >= 1, got True"),
+        (lambda: predicted_time(decode_step_cost("Llama-2-7B"), 1.0, "1"), "peak_flops must be a finite number > 0"),
+        (lambda: effective_roofs("NVIDIA H100 SXM", compute_efficiency=1.5), r"compute_efficiency must be .* \(0, 1\]"),
+        (lambda: effective_roofs("NVIDIA H100 SXM", dtype=["bf16"]), "dtype must be one of"),
+        (lambda: efficiency_label(0.0), r"bandwidth_efficiency must be a number in \(0, 1\], got 0.0"),
+        (lambda: check_fits("Llama-3-8B", "NVIDIA H100 SXM", cached_positions=-1), "cached_positions must be an int"),
+        (lambda: get_hardware(["NVIDIA H100 SXM"]), "hardware must be a Hardware or one of"),
+        (lambda: load_hardware_table(3), "path must be None, a str or a pathlib.Path, got 3"),
+    ],
+)
+def test_bad_input_names_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_the_cost_model_imports_neither_pyplot_nor_the_plots():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, helpers.costs, helpers.latency, helpers.hardware, helpers.roofline, helpers.shapes; "
+        "print('matplotlib.pyplot' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

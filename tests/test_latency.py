@@ -187,7 +187,7 @@ def test_latency_at_a_rate_interpolates_and_takes_a_short_last_block():
     assert at(2.0) < at(1.5) < at(1.0)  # more tokens per pass, fewer passes
     assert at(32.0) == at(64.0)  # at least one pass per block: no faster than one full pass each
     assert at(1.0, 1000) > at(1.0, 992)  # 31 blocks of 32 and one of 8
-    with pytest.raises(ValueError, match="tokens_per_pass must be a positive"):
+    with pytest.raises(ValueError, match="tokens_per_pass must be a finite number > 0"):
         at(0)
     with pytest.raises(ValueError, match="cannot exceed n_tokens"):
         dllm_latency_at(10, 11, "LLaDA-8B", "NVIDIA H100 SXM")
@@ -239,3 +239,29 @@ def test_latency_curves_reject_bad_arguments():
         latency_curves("Google TPU v5e", "Llama-3-8B")
     with pytest.raises(ValueError, match="does not fit on NVIDIA H100 SXM"):
         latency_curves("NVIDIA H100 SXM", "Llama-3-8B", batch=512, n_max=4096)  # 512 KV caches of 4097 positions
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: dllm_steps(64, 8, "dual", 0), "block_length must be an int >= 1, got 0"),  # once a ZeroDivisionError
+        (lambda: dllm_steps(64, 8, "bogus"), "cache must be None, 'prefix' or 'dual', got 'bogus'"),
+        (lambda: dllm_steps(64, 8, ["dual"]), "cache must be None, 'prefix' or 'dual'"),
+        (lambda: dllm_steps(64, True, None), "steps must be an int >= 1, got True"),
+        (lambda: explorer_lengths(256, 0), "block_length must be an int >= 1"),
+        (lambda: explorer_lengths(True), "n_max must be an int >= 32, got True"),
+        (lambda: ar_latency(8, "Llama-3-8B", "NVIDIA H100 SXM", dtype=["bf16"]), "dtype must be one of"),
+        (lambda: ar_latency(8, "Llama-3-8B", "NVIDIA H100 SXM", batch=1.0), "batch must be an int >= 1, got 1.0"),
+        (
+            lambda: ar_latency(8, "Llama-3-8B", "NVIDIA H100 SXM", bandwidth_efficiency=float("nan")),
+            r"bandwidth_efficiency must be a number in \(0, 1\], got nan",
+        ),
+        (lambda: dllm_latency_at(8, float("nan"), "LLaDA-8B", "NVIDIA H100 SXM"), "tokens_per_pass must be a finite"),
+        (lambda: dllm_latency_at(8, True, "LLaDA-8B", "NVIDIA H100 SXM"), "tokens_per_pass must be a finite"),
+        (lambda: latency_curves(cache="prefix"), "cache must be None or 'dual', got 'prefix'"),
+        (lambda: latency_curves(cache=["dual"]), "cache must be None or 'dual'"),
+    ],
+)
+def test_bad_input_names_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

@@ -94,3 +94,26 @@ def test_the_shipped_sweep_is_reproducible():
         sweep_run(None, "confidence", 7, chunk=0)
     with pytest.raises(ValueError, match="strategy must be one of"):
         sweep_run(None, "greedy", 8, chunk=0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(boot=-1), "boot must be an int >= 0, got -1"),
+        (dict(boot=True), "boot must be an int >= 0, got True"),
+        (dict(seed=1.5), "seed must be an int >= 0, got 1.5"),
+        (dict(target=float("nan")), r"target must be a validity in \(0, 1\)"),
+        (dict(runs="abc"), "runs must be a list of Run"),
+    ],
+)
+def test_tokens_per_pass_at_names_what_is_allowed(kwargs, message):
+    args = dict(runs=load_sweep().runs["confidence"], target=0.99) | kwargs
+    with pytest.raises(ValueError, match=message):
+        tokens_per_pass_at(args.pop("runs"), args.pop("target"), **args)
+
+
+def test_sweep_run_and_load_sweep_name_what_is_allowed():
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        sweep_run(None, ["confidence"], 8, 0)
+    with pytest.raises(ValueError, match="path must be None, a str or a pathlib.Path"):
+        load_sweep(3)

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from helpers import precision
-from helpers.bench import random_model
+from helpers.bench import as_json, random_model
 from helpers.costs import decode_step_cost
 from helpers.model import ModelConfig
 from helpers.precision import FORMATS, Int8Linear, model_in, ratios, step_cost, time_formats
@@ -62,7 +62,7 @@ def test_time_formats_alternates_and_compares_with_bytes(fp32_model, monkeypatch
     assert all(r.gemvs.si < r.measured.si for r in results)  # the weight matrices alone: part of the step
     r = ratios(results)
     assert r["fp32"] == (1.0, 1.0) and r["bf16"][1] == pytest.approx(0.5) and r["int8"][1] < 0.5
-    assert results[0].as_dict()["achieved_gb_s"] > 0
+    assert as_json(results[0])["achieved_gb_s"] > 0
 
 
 def test_without_the_int8_kernel_the_row_says_so(fp32_model, monkeypatch):
@@ -87,3 +87,17 @@ def test_without_the_int8_kernel_the_row_says_so(fp32_model, monkeypatch):
 def test_bad_arguments(fp32_model, call, message):
     with pytest.raises(ValueError, match=message):
         call(fp32_model)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: ratios([]), "results must be the list of FormatStep"),
+        (lambda: ratios("fp32"), "results must be the list of FormatStep"),
+        (lambda: model_in(SMALL, "bf16"), "model must be a helpers.model.Transformer, got ModelConfig"),
+        (lambda: step_cost(SMALL, ["fp32"], 8), "fmt must be one of"),
+    ],
+)
+def test_bad_input_names_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

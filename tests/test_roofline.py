@@ -35,10 +35,10 @@ def test_attainable_below_at_and_above_the_ridge():
     [
         (lambda: attainable(-1.0, 1.0, 1.0), "intensity must be finite and >= 0"),
         (lambda: attainable([1.0, np.nan], 1.0, 1.0), "intensity must be finite and >= 0"),
-        (lambda: attainable(1.0, 0.0, 1.0), "peak_flops must be a positive"),
-        (lambda: attainable(1.0, 1.0, "fast"), "bandwidth must be a positive number"),
-        (lambda: ridge_point(1.0, -3.0), "bandwidth must be a positive"),
-        (lambda: ridge_point(True, 1.0), "peak_flops must be a positive number"),
+        (lambda: attainable(1.0, 0.0, 1.0), "peak_flops must be a finite number > 0"),
+        (lambda: attainable(1.0, 1.0, "fast"), "bandwidth must be a finite number > 0"),
+        (lambda: ridge_point(1.0, -3.0), "bandwidth must be a finite number > 0"),
+        (lambda: ridge_point(True, 1.0), "peak_flops must be a finite number > 0"),
     ],
 )
 def test_roofline_rejects_bad_arguments(call, message):
@@ -59,4 +59,29 @@ def test_plot_roofline_draws_roofs_ridge_and_points():
         plot_roofline(ax, 100e9, 10e9, points=[(1.0,)])
     with pytest.raises(ValueError, match="intensity_range must be"):
         plot_roofline(ax, 100e9, 10e9, intensity_range=(10.0, 1.0))
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: attainable("x", 1.0, 1.0), r"intensity must be a number or an array of numbers .*, got 'x'"),
+        (lambda: attainable(True, 1.0, 1.0), "intensity must be finite and >= 0"),
+        (lambda: attainable(1.0, float("nan"), 1.0), "peak_flops must be a finite number > 0, got nan"),
+        (lambda: ridge_point(1.0, "2"), "bandwidth must be a finite number > 0, got '2'"),
+    ],
+)
+def test_more_bad_input_names_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_plot_roofline_default_colours_are_the_course_colours():
+    from matplotlib.colors import to_hex
+
+    from helpers.plotting import ACCENT_COLOR, TRUTH_COLOR
+
+    fig, ax = plt.subplots()
+    plot_roofline(ax, 100e9, 10e9, points=[(0.5, 4e9)])
+    assert to_hex(ax.lines[0].get_color()) == to_hex(TRUTH_COLOR) and to_hex(ax.lines[-1].get_color()) == ACCENT_COLOR
     plt.close(fig)

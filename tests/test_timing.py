@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from helpers import timing
+from helpers import machine
 from helpers.timing import (
     Measurement,
     benchmark,
@@ -115,16 +115,16 @@ def test_llc_parsing_from_a_fake_sysfs(tmp_path):
         cache(cpu, 0, 1, "Instruction", "32K", str(cpu))
         cache(cpu, 1, 2, "Unified", "1024K", str(cpu))
         cache(cpu, 2, 3, "Unified", "16M", "0-1" if cpu < 2 else "2-3")
-    assert timing._llc_from_sysfs(str(tmp_path)) == 2 * 16 * 2**20  # each shared slice once
-    assert timing._llc_from_sysfs(str(tmp_path / "nothing")) is None
-    assert timing._parse_size("32 MiB") == timing._parse_size("32768K") == 32 * 2**20
+    assert machine._llc_from_sysfs(str(tmp_path)) == 2 * 16 * 2**20  # each shared slice once
+    assert machine._llc_from_sysfs(str(tmp_path / "nothing")) is None
+    assert machine._parse_size("32 MiB") == machine._parse_size("32768K") == 32 * 2**20
     with pytest.raises(ValueError, match="not a cache size"):
-        timing._parse_size("big")
+        machine._parse_size("big")
 
 
 def test_llc_and_default_sizes_follow_the_stream_rule():
     assert isinstance(llc_bytes(), int) and llc_bytes() > 0
-    assert default_array_bytes("cpu") == min(4 * llc_bytes(), timing._memory_bytes() // 16)
+    assert default_array_bytes("cpu") == min(4 * llc_bytes(), machine.memory_bytes() // 16)
     summary = machine_summary()
     assert summary["threads"] == torch.get_num_threads()
     assert {"device", "cpu", "threads", "llc_mib", "torch"} <= set(summary)
@@ -168,7 +168,7 @@ def test_linear_bytes_and_flops():
         (lambda: time_linear(16, 16, batch=0), "batch must be an int >= 1"),
         (lambda: matmul_flops(0), "n must be an int >= 1"),
         (lambda: linear_bytes(4, 4, 0), "batch must be an int >= 1"),
-        (lambda: linear_bytes(4, 4, 1, 0), "bytes_per_value must be a positive number"),
+        (lambda: linear_bytes(4, 4, 1, 0), "bytes_per_value must be a finite number > 0"),
         (lambda: linear_flops(4.0, 4), "n_rows must be an int >= 1"),
         (lambda: matmul_flops(8, device="gpu"), "device"),
         (lambda: machine_summary(device=3.5), "device"),
@@ -177,3 +177,35 @@ def test_linear_bytes_and_flops():
 def test_measurements_reject_bad_arguments(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: benchmark(lambda: None, warmup=float("nan")), "warmup must be an int >= 0, got nan"),
+        (lambda: benchmark(lambda: None, device=3.5), "device must be None, 'cpu', 'cuda', 'cuda:N', 'mps'"),
+        (lambda: linear_bytes(4, 4, 1, float("nan")), "bytes_per_value must be a finite number > 0, got nan"),
+        (lambda: linear_bytes(4, 4, 1, True), "bytes_per_value must be a finite number > 0, got True"),
+        (lambda: matmul_flops(True), "n must be an int >= 1, got True"),
+        (lambda: matmul_flops(8, dtype="float32"), "dtype must be a floating torch.dtype"),
+        (lambda: stream_bandwidth(["copy"]), "kind must be 'copy' or 'triad'"),
+        (lambda: stream_bandwidth(nbytes=2.0**16), "nbytes must be an int >= 4"),
+        (lambda: default_array_bytes("tpu"), "device must be None"),
+        (lambda: Measurement.from_samples([float("nan")], "s"), "samples must be finite numbers"),
+        (lambda: Measurement.from_samples(["a"], "s"), "samples must be an iterable of numbers"),
+        (lambda: Measurement.from_samples([1.0], ["s"]), "unit must be one of"),
+    ],
+)
+def test_more_bad_arguments_name_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_describe_and_pick_device_name_what_is_allowed():
+    from helpers.device import describe, pick_device
+
+    assert describe("cpu") == describe(torch.device("cpu"))
+    with pytest.raises(ValueError, match="device must be None, 'cpu'"):
+        describe("tpu")
+    with pytest.raises(ValueError, match=r"prefer must be one of \['cpu', 'cuda', 'mps'\] or None"):
+        pick_device(["cpu"])

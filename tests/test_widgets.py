@@ -128,7 +128,7 @@ def test_widget_rejects_bad_arguments(kwargs):
 
 def test_draw_rejects_a_step_outside_the_sentence():
     fig, ax = plt.subplots()
-    with pytest.raises(ValueError, match="step must be in"):
+    with pytest.raises(ValueError, match="step must be an int in 0 .. "):
         draw_typewriter_step(ax, typewriter_trace(0), 50)
     plt.close(fig)
 
@@ -190,7 +190,7 @@ def test_side_by_side_shows_both_decoders_after_the_same_passes():
     w.step_slider.value = 16
     titles = [ax.get_title(loc="left") for ax in w.figure.axes]
     assert w.error is None and "16 of 16" in titles[0] and "(finished)" in titles[1]
-    with pytest.raises(ValueError, match="passes must be in 0 .. 16"):
+    with pytest.raises(ValueError, match="passes must be an int in 0 .. 16"):
         side_by_side_widget(ar, dllm, passes=17, steps=4)
 
 
@@ -203,6 +203,7 @@ from helpers.widgets import (  # noqa: E402
     EXPLORER_DEFAULTS,
     draw_latency_explorer,
     latency_explorer_widget,
+    readable_log_ticks,
 )
 
 
@@ -272,3 +273,40 @@ def test_explorer_shows_a_message_instead_of_raising():
     w.model_box.value = "Llama-3.2-1B"
     w.dllm_box.value = "Llama-3.2-1B"
     assert w.error is None
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: typewriter_trace(True), "seed must be an int >= 0, got True"),
+        (lambda: typewriter_trace(0, lang="en"), "lang must be a helpers.toylang.ToyLanguage"),
+        (lambda: typewriter_widget(seed=10**7), r"seed must be an int in \[0, 1000000\]"),
+        (lambda: typewriter_widget(step=999), "step must be an int in 0 .. "),
+        (lambda: draw_typewriter_step(plt.figure().add_subplot(), typewriter_trace(0), 1.5), "step must be an int in"),
+        (lambda: draw_typewriter_step(plt.figure().add_subplot(), [], 0), "trace must be a non-empty list"),
+        (lambda: latency_explorer_widget(batch=True), "batch must be an int >= 1, got True"),
+        (lambda: latency_explorer_widget(cache="prefix"), "cache must be None or 'dual'"),
+        (lambda: readable_log_ticks(3), "axis must be a matplotlib Axis such as ax.yaxis"),
+    ],
+)
+def test_bad_input_names_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+    plt.close("all")
+
+
+def test_model_widgets_name_what_is_allowed():
+    import torch
+
+    from helpers.model import ModelConfig, Transformer
+    from helpers.widgets import draw_side_by_side_step, model_typewriter_trace, side_by_side_trace
+
+    torch.manual_seed(0)
+    ar = Transformer(ModelConfig(vocab_size=len(LANG.vocab), max_len=9, d_model=16, n_layer=1, n_head=2)).eval()
+    with pytest.raises(ValueError, match="temperature must be a finite number > 0, got nan"):
+        model_typewriter_trace(ar, temperature=float("nan"))
+    with pytest.raises(ValueError, match="dllm must be a helpers.model.Transformer"):
+        side_by_side_trace(ar, None)
+    with pytest.raises(ValueError, match="trace must be the SideBySide"):
+        draw_side_by_side_step(plt.figure(), None, 0)
+    plt.close("all")

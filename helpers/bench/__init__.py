@@ -1,0 +1,66 @@
+"""Measure this machine and the course's decoders on it: the numbers notebook 04 puts on the roofline.
+
+    python -m helpers.bench                 # a few minutes; a readable table
+    python -m helpers.bench --quick         # under a minute on a 2-core laptop
+    python -m helpers.bench --json > data/bench_<name>.json   # a reference result notebook 04 shows
+    python -m helpers.bench --device cuda   # a GPU, in bf16
+
+What it measures, in this order (each step is one function, and notebook 04 calls the same
+functions, so the notebook and the command line cannot disagree):
+
+1. `measure_machine` (helpers.bench.roofs): the roofs. STREAM copy and triad bandwidth, the
+   bandwidth a large GEMV (y = W x) reaches, and the throughput of a large matmul (the compute
+   roof). The ridge point is peak FLOP/s / GEMV bandwidth: a decode step is made of GEMVs, so
+   that is the memory roof it can actually reach.
+2. `decode_step` (helpers.bench.passes): one cached decode step of the course's own decoder,
+   exactly the call helpers.ar.generate makes (`model(token, cache=cache, last_only=True)`), at
+   batch 1 with the cache prefilled to a realistic context; GPT-2 small's shape with random
+   weights (fp32 on the CPU, bf16 on CUDA). Compared with the roofline prediction from
+   helpers.costs, which uses the bandwidth the model's own GEMVs reach (every weight matrix
+   times one vector, back to back), measured alongside; MBU.
+3. `width_sweep`: one pass of a bidirectional (diffusion) model over W positions, as a multiple of
+   one AR decode step, for W = 1, 2, 4, ...: flat while the pass is memory-bound, rising once W
+   passes the ridge point.
+4. `tiny_models_n256`: the course's tiny model shape end to end: N = 256 new tokens with the
+   KV-cached AR decoder (N passes) and with the masked-diffusion sampler in K passes, passes
+   counted by helpers.model.count_passes as the code runs them.
+5. `helpers.precision.time_formats` (CPU): the decode step of stage 2 with its weights in fp32,
+   bf16 and weight-only int8, timed in turn: do fewer bytes per weight make the step faster?
+
+The models timed (random weights: only shape, dtype and layout matter) come from helpers.fixtures;
+the JSON, the table and the command line are in helpers.bench.report.
+"""
+
+from helpers.bench.passes import (
+    DECODE_CONTEXT,
+    TINY_NOTE,
+    TINY_STEPS,
+    DecoderRun,
+    DecodeStep,
+    TinyRun,
+    WidthPoint,
+    decode_step,
+    model_gemv_bandwidth,
+    model_gemvs,
+    tiny_models_n256,
+    width_sweep,
+)
+from helpers.bench.report import as_json, format_report, main, run_bench
+from helpers.bench.roofs import CPU_MATMUL_N, FULL, QUICK, BenchSettings, Roofs, measure_machine
+from helpers.fixtures import (
+    MODEL_DTYPES,
+    TINY_TOKENS,
+    bidirectional_twin,
+    model_dtype,
+    prefilled_cache,
+    random_model,
+    tiny_config,
+)
+
+__all__ = [
+    "CPU_MATMUL_N", "DECODE_CONTEXT", "FULL", "MODEL_DTYPES", "QUICK", "TINY_NOTE", "TINY_STEPS", "TINY_TOKENS",
+    "BenchSettings", "DecodeStep", "DecoderRun", "Roofs", "TinyRun", "WidthPoint",
+    "as_json", "bidirectional_twin", "decode_step", "format_report", "main", "measure_machine", "model_dtype",
+    "model_gemv_bandwidth", "model_gemvs", "prefilled_cache", "random_model", "run_bench", "tiny_config",
+    "tiny_models_n256", "width_sweep",
+]  # fmt: skip
