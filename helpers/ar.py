@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from helpers.model import Transformer
+from helpers.validation import check_fraction, check_int, check_number
 
 
 def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
@@ -27,7 +28,10 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
 
 def filter_logits(logits: torch.Tensor, top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
     """Set to -inf every logit outside the top-k and outside the top-p nucleus. (B, V) -> (B, V).
-    Tokens tied with the last one kept are kept too, so the result never depends on sort order."""
+    Tokens tied with the last one kept are kept too, so the result never depends on sort order.
+    top_k: None (keep all) or an int >= 1; top_p: None (keep all) or a number in (0, 1]."""
+    check_logits(logits)
+    top_k, top_p = _check_top_k(top_k), _check_top_p(top_p)
     if top_k is not None:
         kth = torch.topk(logits, min(top_k, logits.size(-1)), dim=-1).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
@@ -45,6 +49,10 @@ def next_token(
 ) -> torch.Tensor:
     """Pick one token per row from logits (B, V): argmax at temperature 0, otherwise sample
     from the filtered, tempered softmax, computed in float64. Returns (B,) int64."""
+    check_sampling_args(temperature, top_k, top_p)
+    check_logits(logits)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be None or a torch.Generator, got {type(generator).__name__}")
     if temperature == 0:
         return logits.argmax(dim=-1)
     logits = filter_logits(logits, top_k, top_p)
@@ -53,12 +61,29 @@ def next_token(
 
 
 def check_sampling_args(temperature, top_k, top_p) -> None:
-    if not isinstance(temperature, int | float) or temperature < 0:
-        raise ValueError(f"temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
-    if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be None or an int >= 1, got {top_k!r}")
-    if top_p is not None and (not isinstance(top_p, int | float) or not 0 < top_p <= 1):
-        raise ValueError(f"top_p must be None or a number in (0, 1], got {top_p!r}")
+    """temperature: a finite number >= 0 (0 = greedy); top_k: None or an int >= 1 (not a bool);
+    top_p: None or a number in (0, 1]."""
+    check_number(temperature, "temperature (0 = greedy)", minimum=0)
+    _check_top_k(top_k)
+    _check_top_p(top_p)
+
+
+def _check_top_k(top_k) -> int | None:
+    return None if top_k is None else check_int(top_k, "top_k (None keeps every token)", minimum=1)
+
+
+def _check_top_p(top_p) -> float | None:
+    return None if top_p is None else check_fraction(top_p, "top_p (None keeps every token)")
+
+
+def check_logits(logits) -> None:
+    """Logits must be a floating-point tensor of shape (B, V) with V >= 1."""
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point() or logits.dim() != 2:
+        is_tensor = isinstance(logits, torch.Tensor)
+        got = f"a {logits.dtype} tensor of shape {tuple(logits.shape)}" if is_tensor else type(logits).__name__
+        raise ValueError(f"logits must be a floating-point tensor of shape (B, V), got {got}")
+    if logits.size(-1) == 0:
+        raise ValueError("logits must have at least one token (V >= 1)")
 
 
 @torch.inference_mode()
@@ -82,8 +107,13 @@ def generate(
         raise ValueError("generate needs a causal helpers.model.Transformer (ModelConfig(causal=True))")
     if not isinstance(prompt, torch.Tensor) or prompt.dtype != torch.long or prompt.dim() != 2 or prompt.size(1) < 1:
         raise ValueError("prompt must be an int64 tensor of shape (B, T0) with T0 >= 1")
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=0)
+    if eos_id is not None:
+        eos_id = check_int(eos_id, "eos_id (None: no early stop)", 0, model.config.vocab_size - 1)
+    if not isinstance(use_cache, bool):
+        raise ValueError(f"use_cache must be True or False, got {use_cache!r}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be None or a torch.Generator, got {type(generator).__name__}")
     B, T0 = prompt.shape
     if T0 + max_new_tokens > model.config.max_len:
         raise ValueError(

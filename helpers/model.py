@@ -18,6 +18,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from helpers.validation import check_float_dtype, check_int
+
 
 @dataclass
 class ModelConfig:
@@ -33,9 +35,10 @@ class ModelConfig:
 
     def __post_init__(self):
         for name in ("vocab_size", "max_len", "d_model", "n_layer", "n_head", "mlp_ratio"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"ModelConfig.{name} must be a positive int, got {value!r}")
+            check_int(getattr(self, name), f"ModelConfig.{name}", minimum=1)
+        for name in ("causal", "bias", "tie_weights"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"ModelConfig.{name} must be True or False, got {getattr(self, name)!r}")
         if self.d_model % self.n_head:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
 
@@ -58,8 +61,10 @@ class KVCache:
     """
 
     def __init__(self, config: ModelConfig, batch_size: int, device=None, dtype=torch.float32):
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if not isinstance(config, ModelConfig):
+            raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
+        batch_size = check_int(batch_size, "batch_size", minimum=1)
+        check_float_dtype(dtype)
         shape = (config.n_layer, 2, batch_size, config.n_head, config.max_len, config.head_dim)
         self.data = torch.zeros(shape, device=device, dtype=dtype)  # (L, 2, B, H, max_len, hd)
         self.config = config
@@ -127,6 +132,8 @@ class Block(nn.Module):
 
 class Transformer(nn.Module):
     def __init__(self, config: ModelConfig):
+        if not isinstance(config, ModelConfig):
+            raise ValueError(f"config must be a helpers.model.ModelConfig, got {type(config).__name__}")
         super().__init__()
         self.config = config
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
@@ -169,6 +176,7 @@ class Transformer(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def new_cache(self, batch_size: int) -> KVCache:
+        """An empty KV cache for `batch_size` rows, on this model's device and dtype."""
         if not self.config.causal:
             raise ValueError("a KV cache needs a causal model; this one is bidirectional (causal=False)")
         p = self.tok_emb.weight
@@ -189,13 +197,24 @@ class Transformer(nn.Module):
         return self.head(self.ln_f(x))  # (B, T, V)
 
     def _check_input(self, idx, cache) -> int:
+        """The checks of forward: idx int64 (B, T) with ids in [0, vocab_size); a cache made for
+        this model with room for T more positions. Returns where the new positions start."""
         if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long or idx.dim() != 2:
             got = f"{idx.dtype} tensor of shape {tuple(idx.shape)}" if isinstance(idx, torch.Tensor) else type(idx)
             raise ValueError(f"idx must be an int64 (torch.long) tensor of shape (B, T), got {got}")
         if idx.size(1) == 0:
             raise ValueError("idx must hold at least one position (T >= 1)")
+        if idx.numel():  # one reduction, one transfer: the smallest and the largest id
+            low, high = torch.stack(torch.aminmax(idx)).tolist()
+            if low < 0 or high >= self.config.vocab_size:
+                raise ValueError(
+                    f"token id {low if low < 0 else high} out of range; "
+                    f"ids must be in [0, vocab_size) = [0, {self.config.vocab_size})"
+                )
         start = 0
         if cache is not None:
+            if not isinstance(cache, KVCache):
+                raise ValueError(f"cache must be None or a KVCache from model.new_cache(B), got {type(cache).__name__}")
             if not self.config.causal:
                 raise ValueError("a KV cache works only with a causal model; this one is bidirectional")
             if cache.config != self.config:
@@ -233,6 +252,8 @@ class PassCounter:
 @contextmanager
 def count_passes(model: nn.Module):
     """with count_passes(model) as passes: ...; passes.n is the number of forward calls."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"count_passes needs a torch.nn.Module (e.g. a Transformer), got {type(model).__name__}")
     counter = PassCounter()
     handle = model.register_forward_hook(counter._hook, with_kwargs=True)
     try:

@@ -6,84 +6,26 @@ probability, fits in one array. From that array we get exact next-token distribu
 conditionals given any set of visible positions, and the exact entropy: the floor under the
 loss of every model in the course.
 
-The grammar has three kinds of sentence, and each hides a dependency that parallel decoding
-can break:
-
-    statement   the small cat near the dogs sleeps .      verb agrees with "cat", not "dogs"
-    question    do some girls behind the bird chase the cat ?
-                                                          "do" fixes the plural noun, the bare
-                                                          verb and the final "?" far away
-    travel      alice flew from new york to san diego .   city names are two words whose
-                                                          halves must match: no "new diego"
-
-A *document* is a canvas of fixed length: `<bos>`, then independent sentences drawn one after
-another while they fit, then `<eos>` padding. Precisely: with r positions left, draw a sentence
-s; if len(s) <= r write it and repeat, otherwise stop and pad. So
-P(document) = prod_i P(s_i) * P(len(s) > r_final).
+The grammar (its words and weights, and every sentence it derives) is in helpers.grammar; the
+fixed-length documents the models are trained on are in helpers.documents. ToyLanguage joins
+them: `from helpers.toylang import LANG, ToyLanguage, Grammar` is all a notebook needs.
 """
 
 from __future__ import annotations
 
-import itertools
+from collections.abc import Mapping
 from functools import cached_property
 
 import numpy as np
 
-Phrases = list[tuple[tuple[str, ...], float]]  # a distribution over word sequences
+from helpers.documents import DocumentMixin
+from helpers.grammar import Grammar, Phrases, sentence_phrases
+from helpers.validation import check_int
+
+__all__ = ["LANG", "Grammar", "ToyLanguage"]
 
 
-def _words(weights: dict) -> Phrases:
-    """A choice between words (str keys) or fixed word sequences (tuple keys)."""
-    total = sum(weights.values())
-    return [((w,) if isinstance(w, str) else w, p / total) for w, p in weights.items()]
-
-
-def _then(*parts: Phrases) -> Phrases:
-    """Concatenate independent parts: the cartesian product, probabilities multiplied."""
-    out: Phrases = [((), 1.0)]
-    for part in parts:
-        out = [(a + b, pa * pb) for (a, pa), (b, pb) in itertools.product(out, part)]
-    return out
-
-
-def _one_of(*options: tuple[float, Phrases]) -> Phrases:
-    total = sum(w for w, _ in options)
-    return [(ph, w / total * p) for w, opt in options for ph, p in opt]
-
-
-def _maybe(prob: float, part: Phrases) -> Phrases:
-    return _one_of((1 - prob, [((), 1.0)]), (prob, part))
-
-
-class Grammar:
-    """Words and weights of the default language (weights are relative within each dict)."""
-
-    nouns = {"cat": "cats", "dog": "dogs", "bird": "birds", "girl": "girls", "teacher": "teachers"}
-    noun_weights = {"cat": 0.30, "dog": 0.25, "bird": 0.20, "girl": 0.15, "teacher": 0.10}
-    adjectives = {"small": 0.40, "big": 0.35, "old": 0.25}
-    p_adjective = 0.3
-    det_singular = {"the": 0.75, "a": 0.25}
-    det_plural = {"the": 0.75, "some": 0.25}
-    prepositions = {"near": 0.6, "behind": 0.4}
-    p_prep_phrase = 0.35  # the phrase whose noun tempts the verb into the wrong number
-    intransitive = {"sleeps": ("sleep", 0.40), "runs": ("run", 0.35), "sings": ("sing", 0.25)}
-    transitive = {"sees": ("see", 0.40), "likes": ("like", 0.35), "chases": ("chase", 0.25)}
-    p_transitive = 0.5
-    p_plural = 0.4
-    names = {"alice": 0.3, "bob": 0.3, "carol": 0.2, "dave": 0.2}
-    cities = {
-        ("new", "york"): 0.20,
-        ("new", "orleans"): 0.10,
-        ("los", "angeles"): 0.15,
-        ("las", "vegas"): 0.10,
-        ("san", "diego"): 0.15,
-        ("san", "francisco"): 0.15,
-        ("san", "jose"): 0.15,
-    }
-    sentence_kinds = {"statement": 0.5, "question": 0.2, "travel": 0.3}
-
-
-class ToyLanguage:
+class ToyLanguage(DocumentMixin):
     """The exact distribution over sentences and documents of a finite grammar.
 
     Sentences are handled as fixed-width rows of `width` token ids: the words, then `<eos>`
@@ -94,6 +36,8 @@ class ToyLanguage:
     TERMINALS = (".", "?")
 
     def __init__(self, grammar: Grammar | None = None):
+        if grammar is not None and not isinstance(grammar, Grammar):
+            raise ValueError(f"grammar must be None or a helpers.grammar.Grammar, got {type(grammar).__name__}")
         self.grammar = grammar or Grammar()
         phrases = self._sentence_phrases()
         words: list[str] = [self.EOS, self.BOS, self.MASK]
@@ -107,48 +51,8 @@ class ToyLanguage:
         self.width = self.max_sentence_tokens + 1
         self._phrases = phrases
 
-    # ------------------------------------------------------------------ grammar
     def _sentence_phrases(self) -> Phrases:
-        g = self.grammar
-        plural_noun = {g.nouns[n]: w for n, w in g.noun_weights.items()}
-
-        def noun(plural: bool) -> Phrases:
-            return _words(plural_noun if plural else g.noun_weights)
-
-        def any_noun() -> Phrases:
-            return _one_of((1 - g.p_plural, noun(False)), (g.p_plural, noun(True)))
-
-        def subject(plural: bool) -> Phrases:
-            det = _words(g.det_plural if plural else g.det_singular)
-            return _then(det, _maybe(g.p_adjective, _words(g.adjectives)), noun(plural))
-
-        prep_phrase = _maybe(g.p_prep_phrase, _then(_words(g.prepositions), _words({"the": 1}), any_noun()))
-
-        def verb_phrase(form: str) -> Phrases:  # form: "singular", "plural" (= bare)
-            def pick(table):
-                return _words({(v if form == "singular" else bare): w for v, (bare, w) in table.items()})
-
-            obj = _then(_words({"the": 1}), any_noun())
-            return _one_of(
-                (1 - g.p_transitive, pick(g.intransitive)),
-                (g.p_transitive, _then(pick(g.transitive), obj)),
-            )
-
-        def statement(plural: bool) -> Phrases:
-            form = "plural" if plural else "singular"
-            return _then(subject(plural), prep_phrase, verb_phrase(form), _words({".": 1}))
-
-        def question(plural: bool) -> Phrases:
-            aux = _words({"do" if plural else "does": 1})
-            return _then(aux, subject(plural), prep_phrase, verb_phrase("plural"), _words({"?": 1}))
-
-        def number_split(make) -> Phrases:
-            return _one_of((1 - g.p_plural, make(False)), (g.p_plural, make(True)))
-
-        city = _words(g.cities)
-        travel = _then(_words(g.names), _words({("flew", "from"): 1}), city, _words({"to": 1}), city, _words({".": 1}))
-        kinds = {"statement": number_split(statement), "question": number_split(question), "travel": travel}
-        return _one_of(*((g.sentence_kinds[k], kinds[k]) for k in g.sentence_kinds))
+        return sentence_phrases(self.grammar)
 
     # ------------------------------------------------------------------ encoding
     def encode(self, text: str) -> list[int]:
@@ -166,12 +70,57 @@ class ToyLanguage:
         """Ids -> words separated by spaces (special tokens included, so encode(decode(x)) == x)."""
         return " ".join(self.vocab[i] for i in self._check_ids(ids))
 
-    def _check_ids(self, ids) -> list[int]:
-        ids = [int(i) for i in np.asarray(ids).reshape(-1)]
+    def _check_ids(self, ids, name: str = "ids") -> list[int]:
+        """One sequence of token ids (a list, tuple, 1-D numpy array or 1-D torch tensor of ints,
+        never bools or floats), each in [0, V); returned as a list of Python ints."""
+        allowed = f"a 1-D sequence of int token ids in [0, {len(self.vocab)})"
+        if hasattr(ids, "detach"):  # a torch tensor, on any device
+            ids = ids.detach().cpu().numpy()
+        if isinstance(ids, list | tuple):
+            for i in ids:
+                if isinstance(i, bool | np.bool_) or not isinstance(i, int | np.integer):
+                    raise ValueError(f"{name} must be {allowed} (one sequence at a time); got an element {i!r}")
+            ids = [int(i) for i in ids]
+        elif isinstance(ids, np.ndarray):
+            if ids.ndim != 1 or (ids.dtype.kind not in "iu" and ids.size):
+                raise ValueError(
+                    f"{name} must be {allowed} (one sequence at a time); "
+                    f"got an array of dtype {ids.dtype} and shape {ids.shape}"
+                )
+            ids = ids.tolist()
+        else:
+            raise ValueError(f"{name} must be {allowed}; got {type(ids).__name__}")
         bad = [i for i in ids if not 0 <= i < len(self.vocab)]
         if bad:
             raise ValueError(f"token id {bad[0]} out of range; ids must be in [0, {len(self.vocab)})")
         return ids
+
+    def _check_position(self, position, name: str = "position") -> int:
+        """A position of a sentence row: an int in [0, width)."""
+        if isinstance(position, bool | np.bool_) or not isinstance(position, int | np.integer):
+            raise ValueError(f"{name} must be an int in [0, {self.width - 1}], got {position!r}")
+        if not 0 <= position < self.width:
+            raise ValueError(f"{name} {position} out of range; positions are 0 .. {self.width - 1}")
+        return int(position)
+
+    def _check_visible(self, visible) -> dict[int, int]:
+        """{position: token id} with int positions in [0, width) and ids in [0, V)."""
+        if not isinstance(visible, Mapping):
+            raise ValueError(f"visible must be a dict {{position: token id}}, got {type(visible).__name__}")
+        checked = {}
+        for pos, tok in visible.items():
+            pos = self._check_position(pos, "visible position")
+            checked[pos] = self._check_ids([tok], f"the token at visible position {pos}")[0]
+        return checked
+
+    @staticmethod
+    def _check_seed(seed):
+        """None, an int >= 0, a list/tuple of ints >= 0, or a numpy Generator / SeedSequence."""
+        if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence | np.random.BitGenerator):
+            return seed
+        for part in seed if isinstance(seed, list | tuple) and seed else [seed]:
+            check_int(part, "seed (None, an int >= 0, or a list of them)", minimum=0)
+        return seed
 
     # ------------------------------------------------------------------ sentences
     @cached_property
@@ -223,15 +172,12 @@ class ToyLanguage:
     def conditional(self, position: int, visible: dict[int, int]) -> np.ndarray:
         """Exact distribution (V,) of the token at `position` of a sentence row given the
         tokens at any set of visible positions, in any order. Brute force over the support."""
-        if not 0 <= position < self.width:
-            raise ValueError(f"position {position} out of range; positions are 0 .. {self.width - 1}")
+        position = self._check_position(position)
+        visible = self._check_visible(visible)
         tokens, probs = self._table
         keep = np.ones(len(probs), dtype=bool)
         for pos, tok in visible.items():
-            if not 0 <= int(pos) < self.width:
-                raise ValueError(f"visible position {pos} out of range; positions are 0 .. {self.width - 1}")
-            self._check_ids([tok])
-            keep &= tokens[:, int(pos)] == int(tok)
+            keep &= tokens[:, pos] == tok
         mass = probs[keep].sum()
         if mass == 0.0:
             shown = {p: self.vocab[t] for p, t in sorted(visible.items())}
@@ -270,7 +216,11 @@ class ToyLanguage:
         before it in `order` (a permutation of the positions): (S, width), column k holds
         P(x[order[k]] | x[order[:k]]). Vectorised: sort by the permuted columns, and each
         conditional is a ratio of the masses of two prefix groups."""
-        order = [int(i) for i in order]
+        if hasattr(order, "detach"):
+            order = order.detach().cpu().numpy()
+        if not isinstance(order, list | tuple | np.ndarray | range) or np.ndim(order) != 1:
+            raise ValueError(f"order must be a permutation of 0 .. {self.width - 1} (a 1-D sequence of ints)")
+        order = [self._check_position(i, "order entry") for i in order]
         if sorted(order) != list(range(self.width)):
             raise ValueError(f"order must be a permutation of 0 .. {self.width - 1}, got {order}")
         tokens, probs = self._table
@@ -293,9 +243,13 @@ class ToyLanguage:
 
     def contains(self, rows) -> np.ndarray:
         """Vectorised is_valid for many eos-padded sentence rows (N, width) -> bool (N,)."""
+        if hasattr(rows, "detach"):  # a torch tensor, on any device
+            rows = rows.detach().cpu().numpy()
         rows = np.asarray(rows)
         if rows.ndim != 2 or rows.shape[1] != self.width:
             raise ValueError(f"rows must have shape (N, {self.width}), got {rows.shape}")
+        if rows.dtype.kind not in "iu":
+            raise ValueError(f"rows must hold int token ids in [0, {len(self.vocab)}), got dtype {rows.dtype}")
         if rows.size and (rows.min() < 0 or rows.max() >= len(self.vocab)):
             raise ValueError(f"token ids must be in [0, {len(self.vocab)})")
         keys = self._row_keys(rows)
@@ -325,22 +279,21 @@ class ToyLanguage:
         from its own exact conditional given `visible` (default: nothing visible), gives a
         sentence of the language: the sum over every valid completion of the product of the
         per-position conditionals."""
-        visible = dict(visible or {})
+        visible = self._check_visible({} if visible is None else visible)
         hidden = [p for p in range(self.width) if p not in visible]
         tokens, probs = self._table
         marg = np.stack([self.conditional(p, visible) for p in hidden])  # (P, V)
         keep = np.ones(len(probs), dtype=bool)
         for pos, tok in visible.items():
-            keep &= tokens[:, int(pos)] == int(tok)
+            keep &= tokens[:, pos] == tok
         completions = tokens[keep][:, hidden]  # (S', P): each valid completion once
         return float(np.prod(marg[np.arange(len(hidden)), completions], axis=1).sum())
 
     def sample(self, n: int, seed: int | None = None) -> list[list[int]]:
         """n sentences (ids without padding) drawn from the exact distribution."""
-        if not isinstance(n, int | np.integer) or n < 0:
-            raise ValueError(f"n must be a non-negative int, got {n!r}")
+        n = check_int(n, "n (the number of sentences)", minimum=0)
         tokens, probs = self._table
-        rows = np.random.default_rng(seed).choice(len(probs), size=n, p=probs)
+        rows = np.random.default_rng(self._check_seed(seed)).choice(len(probs), size=n, p=probs)
         return [list(tokens[r, : self.sentence_lengths[r]]) for r in rows.tolist()]
 
     def entropy_bits(self) -> float:
@@ -354,175 +307,6 @@ class ToyLanguage:
     def entropy_rate_bits(self) -> float:
         """Bits per word token of a stream of sentences (punctuation counts as a token)."""
         return self.entropy_bits() / self.mean_sentence_tokens()
-
-    # ------------------------------------------------------------------ documents
-    @cached_property
-    def _length_stats(self) -> tuple[np.ndarray, np.ndarray]:
-        """mass[l] = P(len = l) and neg_entropy[l] = sum over sentences of length l of -P log2 P."""
-        p = self._table[1]
-        n = self.max_sentence_tokens + 1
-        mass = np.bincount(self.sentence_lengths, weights=p, minlength=n)
-        ent = np.bincount(self.sentence_lengths, weights=-p * np.log2(p), minlength=n)
-        return mass, ent
-
-    def _p_too_long(self, room: int) -> float:
-        """P(len(s) > room): the probability that the document stops with `room` positions left."""
-        mass, _ = self._length_stats
-        return float(mass[room + 1 :].sum()) if room < len(mass) else 0.0
-
-    def _check_length(self, length) -> int:
-        if not isinstance(length, int | np.integer) or length < 2:
-            raise ValueError(f"document length must be an int >= 2 (bos + at least one position), got {length!r}")
-        return int(length)
-
-    def sample_documents(self, n: int, length: int, seed: int | None = None) -> np.ndarray:
-        """(n, length) int64: `<bos>`, whole sentences while they fit, then `<eos>` padding."""
-        length = self._check_length(length)
-        if not isinstance(n, int | np.integer) or n < 0:
-            raise ValueError(f"n must be a non-negative int, got {n!r}")
-        tokens, probs = self._table
-        lengths = self.sentence_lengths
-        rng = np.random.default_rng(seed)
-        docs = np.full((n, length), self.eos_id, dtype=np.int64)
-        docs[:, 0] = self.bos_id
-        pos = np.ones(n, dtype=np.int64)
-        active = np.arange(n)
-        cols = np.arange(self.max_sentence_tokens)
-        while active.size:
-            pick = rng.choice(len(probs), size=active.size, p=probs)
-            fits = lengths[pick] <= length - pos[active]
-            active, pick = active[fits], pick[fits]
-            rows, offs = np.nonzero(cols[None, :] < lengths[pick][:, None])
-            docs[active[rows], pos[active][rows] + offs] = tokens[pick[rows], offs]
-            pos[active] += lengths[pick]
-        return docs
-
-    def split_document(self, ids) -> tuple[list[list[int]], int] | None:
-        """The sentences of a document and the number of padding positions, or None if it is
-        not well formed (no bos, a sentence cut off, a word after the padding starts)."""
-        ids = self._check_ids(ids)
-        if not ids or ids[0] != self.bos_id:
-            return None
-        sentences, pos = [], 1
-        while pos < len(ids) and ids[pos] != self.eos_id:
-            ends = [j for j in range(pos, len(ids)) if ids[j] in self.terminal_ids]
-            if not ends:
-                return None
-            sentences.append(ids[pos : ends[0] + 1])
-            pos = ends[0] + 1
-        if any(i != self.eos_id for i in ids[pos:]):
-            return None
-        return sentences, len(ids) - pos
-
-    def document_prob(self, ids) -> float:
-        """Exact probability of a document under the generating process."""
-        parts = self.split_document(ids)
-        if parts is None:
-            return 0.0
-        sentences, room = parts
-        p = self._p_too_long(room)
-        for s in sentences:
-            p *= self.prob(s)
-        return p
-
-    def document_is_valid(self, ids) -> bool:
-        return self.document_prob(ids) > 0.0
-
-    def document_next_token_probs(self, prefix, length: int) -> np.ndarray:
-        """Exact next-token distribution (V,) after a document prefix (starting with <bos>) on a
-        canvas of `length`: the current sentence must still fit in the room it started with, and
-        between sentences the document may stop (<eos>) only if no sentence could fit."""
-        length = self._check_length(length)
-        prefix = self._check_ids(prefix)
-        if not prefix or prefix[0] != self.bos_id or len(prefix) >= length:
-            raise ValueError(f"prefix must start with <bos> and be shorter than length ({length})")
-        start = 1  # where the current sentence began
-        for t in range(1, len(prefix)):
-            if prefix[t] in self.terminal_ids:
-                start = t + 1
-        done = self.split_document(prefix[:start])  # the complete sentences before the current one
-        partial, room = prefix[start:], length - start
-        if done is None or any(not self.is_valid(s) for s in done[0]) or len(partial) >= self.width:
-            raise ValueError(f"prefix {self.decode(prefix)!r} has probability 0 under the language")
-        if partial and partial[0] == self.eos_id:  # padding has begun: it continues to the end
-            if any(i != self.eos_id for i in partial) or self._p_too_long(room) == 0:
-                raise ValueError(f"prefix {self.decode(prefix)!r} has probability 0 under the language")
-            return np.eye(len(self.vocab))[self.eos_id]
-        tokens, probs = self._table
-        keep = self.sentence_lengths <= room
-        for k, tok in enumerate(partial):
-            keep &= tokens[:, k] == tok
-        dist = np.bincount(tokens[keep, len(partial)], weights=probs[keep], minlength=len(self.vocab))
-        if not partial:
-            dist[self.eos_id] = self._p_too_long(room)  # the next sentence does not fit: stop
-        if dist.sum() == 0:
-            raise ValueError(f"prefix {self.decode(prefix)!r} has probability 0 under the language")
-        return dist / dist.sum()
-
-    def document_parallel_fill_validity(self, marginals=None) -> float:
-        """Exact probability that a document whose positions are drawn independently, position i
-        from marginals[i] (L, V), is valid; default: the true marginals of a document of length
-        L. This is what one parallel pass of a masked-diffusion sampler produces. Dynamic
-        programme over where each sentence starts: f(p) = P(positions p.. form a valid rest)."""
-        if marginals is None:
-            raise ValueError("pass marginals (L, V), e.g. LANG.document_marginals(33)")
-        marg = np.asarray(marginals, dtype=np.float64)
-        if marg.ndim != 2 or marg.shape[1] != len(self.vocab) or marg.shape[0] < 2:
-            raise ValueError(f"marginals must have shape (L >= 2, {len(self.vocab)}), got {marg.shape}")
-        length = marg.shape[0]
-        tokens, _ = self._table
-        lengths = self.sentence_lengths
-        eos_rest = np.append(np.cumprod(marg[::-1, self.eos_id])[::-1], 1.0)  # P(all eos from p on)
-        f = np.zeros(length + 1)
-        f[length] = 1.0
-        cols = np.arange(self.max_sentence_tokens)
-        for p in range(length - 1, 0, -1):
-            room = length - p
-            fits = lengths <= room
-            window = marg[np.minimum(p + cols, length - 1)]  # (n_max, V) rows past the end are unused
-            per_token = window[cols, tokens[fits][:, : self.max_sentence_tokens]]  # (S', n_max)
-            per_token = np.where(cols[None, :] < lengths[fits][:, None], per_token, 1.0)
-            f[p] = (per_token.prod(axis=1) * f[p + lengths[fits]]).sum()
-            if self._p_too_long(room) > 0:
-                f[p] += eos_rest[p]
-        return float(marg[0, self.bos_id] * f[1])
-
-    def document_entropy_bits(self, length: int) -> float:
-        """Exact entropy (bits) of a document of `length` positions (bos included), by a
-        dynamic programme over the room r left on the canvas:
-        H(r) = sum_l [h_l + P(len = l) H(r - l)] + H_stop(r)."""
-        length = self._check_length(length)
-        mass, ent = self._length_stats
-        h = np.zeros(length)
-        for room in range(length):
-            q = self._p_too_long(room)
-            h[room] = -q * np.log2(q) if q > 0 else 0.0
-            for n in range(1, min(room, len(mass) - 1) + 1):
-                h[room] += ent[n] + mass[n] * h[room - n]
-        return float(h[length - 1])
-
-    def document_marginals(self, length: int) -> np.ndarray:
-        """Exact marginal distribution of every position of a document: (length, V)."""
-        length = self._check_length(length)
-        tokens, probs = self._table
-        lengths = self.sentence_lengths
-        n_max, vocab = self.max_sentence_tokens, len(self.vocab)
-        # by_len[l, k, v] = P(len = l and token k = v)
-        by_len = np.zeros((n_max + 1, n_max, vocab))
-        for k in range(n_max):
-            np.add.at(by_len, (lengths, k, tokens[:, k]), probs)
-        mass, _ = self._length_stats
-        start = np.zeros(length + 1)  # P(a sentence is drawn at position p)
-        start[1] = 1.0
-        marg = np.zeros((length, vocab))
-        marg[0, self.bos_id] = 1.0
-        for p in range(1, length):
-            room = length - p
-            for n in range(1, min(room, n_max) + 1):
-                start[p + n] += start[p] * mass[n]
-                marg[p : p + n] += start[p] * by_len[n, :n]
-            marg[p:, self.eos_id] += start[p] * self._p_too_long(room)
-        return marg
 
 
 LANG = ToyLanguage()

@@ -14,47 +14,28 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from helpers.checkpoints import save_checkpoint
 from helpers.model import ModelConfig, Transformer
 from helpers.toylang import LANG
+from helpers.train_config import KINDS, TrainConfig, check_kind
+from helpers.validation import check_int
 
-KINDS = ("ar", "mdlm")
+__all__ = ["KINDS", "TrainConfig", "check_kind", "model_config", "train", "held_out_documents", "learning_rate"]
+
 HELD_OUT_SEED = 10_000  # documents for evaluation come from a seed training never uses
-
-
-@dataclass
-class TrainConfig:
-    steps: int = 6000  # optimizer steps
-    batch_size: int = 128  # documents per step (4224 tokens)
-    doc_length: int = 33  # canvas length: <bos> + 32 tokens (= ModelConfig.max_len)
-    lr: float = 2e-3  # peak learning rate, after linear warm-up
-    warmup: int = 200  # warm-up steps
-    min_lr_ratio: float = 0.05  # cosine decay ends at lr * min_lr_ratio
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
-    seed: int = 0  # model init, data stream and masking noise all derive from it
-
-    def __post_init__(self):
-        for name in ("steps", "batch_size", "doc_length"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"TrainConfig.{name} must be a positive int, got {getattr(self, name)!r}")
 
 
 def model_config(kind: str, doc_length: int = 33, **overrides) -> ModelConfig:
     """The course's tiny model: the same shape for both kinds, only `causal` differs."""
     check_kind(kind)
+    check_int(doc_length, "doc_length (<bos> + at least one token)", minimum=2)
     return ModelConfig(vocab_size=len(LANG.vocab), max_len=doc_length, causal=(kind == "ar"), **overrides)
-
-
-def check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
 def ar_loss(model: Transformer, docs: torch.Tensor) -> torch.Tensor:
@@ -76,6 +57,10 @@ def held_out_documents(n: int = 512, length: int = 33) -> torch.Tensor:
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up to cfg.lr over cfg.warmup steps, then cosine decay to cfg.lr * cfg.min_lr_ratio."""
+    check_int(step, "step", minimum=0)
+    if not isinstance(cfg, TrainConfig):
+        raise ValueError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
     progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
@@ -85,6 +70,10 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
 def train(kind: str, cfg: TrainConfig | None = None, model: Transformer | None = None, progress: bool = True):
     """Train a fresh (or given) model. Returns (model, losses) with one loss (nats/token) per step."""
     check_kind(kind)
+    if cfg is not None and not isinstance(cfg, TrainConfig):
+        raise ValueError(f"cfg must be None or a TrainConfig, got {type(cfg).__name__}")
+    if model is not None and not isinstance(model, Transformer):
+        raise ValueError(f"model must be None or a helpers.model.Transformer, got {type(model).__name__}")
     cfg = cfg or TrainConfig()
     torch.manual_seed(cfg.seed)
     model = model or Transformer(model_config(kind, cfg.doc_length))
@@ -116,8 +105,6 @@ def train(kind: str, cfg: TrainConfig | None = None, model: Transformer | None =
 
 
 def main(argv=None):
-    from helpers.checkpoints import save_checkpoint
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kind", choices=KINDS)
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)

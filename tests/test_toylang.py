@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
+import torch
 
-from helpers.toylang import LANG
+from helpers.toylang import LANG, Grammar, ToyLanguage
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +183,7 @@ def test_document_marginals_match_samples():
         (lambda: LANG.conditional(0, {40: 3}), "visible position 40 out of range"),
         (lambda: LANG.conditional(2, {0: LANG.stoi["."]}), "probability 0"),
         (lambda: LANG.order_conditionals([0, 1, 2]), "permutation"),
-        (lambda: LANG.sample(-1), "non-negative"),
+        (lambda: LANG.sample(-1), r"n \(the number of sentences\) must be an int >= 0, got -1"),
         (lambda: LANG.sample_documents(2, 1), "length must be an int >= 2"),
         (lambda: LANG.document_entropy_bits(0), "length must be an int >= 2"),
     ],
@@ -249,3 +250,120 @@ def test_next_token_probs_of_a_short_prefix_is_a_fresh_copy():
 def test_next_token_probs_of_an_impossible_prefix_raises(prefix):
     with pytest.raises(ValueError, match="probability 0"):
         LANG.next_token_probs(LANG.encode(prefix))
+
+
+# ---------------------------------------------------------------- valid input of every kind still works
+
+
+def test_ids_are_accepted_as_lists_tuples_arrays_and_tensors():
+    words = LANG.encode("the cat sleeps .")
+    for form in (words, tuple(words), np.array(words), np.array(words, dtype=np.uint8), torch.tensor(words)):
+        assert LANG.decode(form) == "the cat sleeps ."
+        assert LANG.prob(form) == LANG.prob(words) > 0
+    assert LANG.decode([]) == "" and LANG.decode(np.array([])) == ""
+    assert LANG.is_valid([np.int64(w) for w in words])
+
+
+def test_the_module_split_keeps_the_public_names():
+    from helpers import documents, grammar, toylang
+
+    assert toylang.Grammar is grammar.Grammar and isinstance(LANG, ToyLanguage)
+    assert isinstance(LANG, documents.DocumentMixin) and isinstance(LANG.grammar, Grammar)
+    assert len(ToyLanguage(Grammar()).vocab) == len(LANG.vocab)
+
+
+def test_the_helpers_modules_stay_small():
+    from pathlib import Path
+
+    import helpers
+
+    root = Path(helpers.__file__).parent
+    for name in ("toylang", "grammar", "documents", "ar", "model", "checkpoints", "train", "train_config"):
+        assert len((root / f"{name}.py").read_text().splitlines()) <= 350, name
+
+
+# ---------------------------------------------------------------- bad input: a clear error naming what is allowed
+
+IDS = r"ids must be a 1-D sequence of int token ids in \[0, 55\)"
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: LANG.decode([1.7, 3.2]), IDS + r".*got an element 1\.7"),
+        (lambda: LANG.decode(np.array([1.7, 3.2])), IDS + r".*dtype float64"),
+        (lambda: LANG.decode(np.array([[3, 4], [5, 6]])), IDS + r" \(one sequence at a time\).*shape \(2, 2\)"),
+        (lambda: LANG.decode(torch.zeros(2, 3, dtype=torch.long)), IDS + r".*shape \(2, 3\)"),
+        (lambda: LANG.decode([[3, 4]]), IDS + r".*got an element \[3, 4\]"),
+        (lambda: LANG.decode(None), IDS + r"; got NoneType"),
+        (lambda: LANG.decode(5), IDS + r"; got int"),
+        (lambda: LANG.decode("the cat"), IDS + r"; got str"),
+        (lambda: LANG.decode([True, 3]), IDS + r".*got an element True"),
+        (lambda: LANG.decode(np.array([True, False])), IDS + r".*dtype bool"),
+        (lambda: LANG.decode([0, 55]), r"token id 55 out of range; ids must be in \[0, 55\)"),
+        (lambda: LANG.encode(None), r"encode expects a str, got NoneType"),
+        (lambda: LANG.encode(3), r"encode expects a str, got int"),
+        (lambda: LANG.prob([3.0, 4.0]), IDS + r".*got an element 3\.0"),
+        (lambda: LANG.prob(np.array([[3, 4]])), IDS + r".*shape \(1, 2\)"),
+        (lambda: LANG.prob([float("nan")]), IDS + r".*got an element nan"),
+        (lambda: LANG.is_valid([False]), IDS + r".*got an element False"),
+        (lambda: LANG.is_valid(None), IDS),
+        (lambda: LANG.next_token_probs([3.5]), IDS + r".*got an element 3\.5"),
+        (lambda: LANG.next_token_probs(None), IDS),
+        (lambda: LANG.conditional(1.5, {}), r"position must be an int in \[0, 11\], got 1\.5"),
+        (lambda: LANG.conditional(True, {}), r"position must be an int in \[0, 11\], got True"),
+        (lambda: LANG.conditional(float("nan"), {}), r"position must be an int in \[0, 11\], got nan"),
+        (lambda: LANG.conditional(-1, {}), r"position -1 out of range; positions are 0 \.\. 11"),
+        (lambda: LANG.conditional(2, {0.5: 3}), r"visible position must be an int in \[0, 11\], got 0\.5"),
+        (lambda: LANG.conditional(2, {0: 3.7}), r"the token at visible position 0 must be .*got an element 3\.7"),
+        (lambda: LANG.conditional(2, {0: True}), r"the token at visible position 0 must be .*got an element True"),
+        (lambda: LANG.conditional(2, [(0, 3)]), r"visible must be a dict \{position: token id\}, got list"),
+        (lambda: LANG.conditional(2, None), r"visible must be a dict"),
+        (lambda: LANG.parallel_fill_validity({0: 99}), r"token id 99 out of range"),
+        (lambda: LANG.parallel_fill_validity([1, 2]), r"visible must be a dict"),
+        (lambda: LANG.order_conditionals([0.0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]), r"order entry must be an int"),
+        (lambda: LANG.order_conditionals(np.arange(24).reshape(2, 12)), r"order must be a permutation of 0 \.\. 11"),
+        (lambda: LANG.sample(2.0), r"n \(the number of sentences\) must be an int >= 0, got 2\.0"),
+        (lambda: LANG.sample(True), r"n \(the number of sentences\) must be an int >= 0, got True"),
+        (lambda: LANG.sample(2, seed=1.5), r"seed \(None, an int >= 0, or a list of them\) must be an int >= 0"),
+        (lambda: LANG.sample(2, seed=-1), r"seed .* must be an int >= 0, got -1"),
+        (lambda: LANG.sample_documents(2.5, 8), r"n \(the number of documents\) must be an int >= 0, got 2\.5"),
+        (lambda: LANG.sample_documents(2, 8.0), r"document length must be an int >= 2, got 8\.0"),
+        (lambda: LANG.sample_documents(2, True), r"document length must be an int >= 2, got True"),
+        (lambda: LANG.sample_documents(2, 8, seed=[0, 1.5]), r"seed .* must be an int >= 0, got 1\.5"),
+        (lambda: LANG.document_prob([1.0, 3.0]), IDS + r".*got an element 1\.0"),
+        (lambda: LANG.document_prob(LANG.sample_documents(2, 8, seed=0)), IDS + r".*shape \(2, 8\)"),
+        (lambda: LANG.document_prob(None), IDS),
+        (lambda: LANG.document_is_valid([1, 99]), r"token id 99 out of range"),
+        (lambda: LANG.document_next_token_probs([1], 8.5), r"document length must be an int >= 2, got 8\.5"),
+        (lambda: LANG.document_next_token_probs([1.0], 8), IDS),
+        (lambda: LANG.document_entropy_bits(True), r"document length must be an int >= 2, got True"),
+        (lambda: LANG.document_marginals(3.0), r"document length must be an int >= 2, got 3\.0"),
+        (lambda: LANG.document_parallel_fill_validity(None), r"pass marginals \(L, V\)"),
+        (
+            lambda: LANG.document_parallel_fill_validity(np.full((4, 55), np.nan)),
+            r"marginals must be finite and >= 0",
+        ),
+        (lambda: LANG.document_parallel_fill_validity(-np.ones((4, 55))), r"marginals must be finite and >= 0"),
+        (lambda: LANG.document_parallel_fill_validity(np.full((4, 55), "a")), r"array of real numbers"),
+        (
+            lambda: LANG.contains(np.zeros((3, 12)) + 0.5),
+            r"rows must hold int token ids in \[0, 55\), got dtype float64",
+        ),
+        (lambda: LANG.contains(np.zeros((3, 12), dtype=bool)), r"rows must hold int token ids .* got dtype bool"),
+        (lambda: LANG.contains(np.zeros(12, dtype=int)), r"rows must have shape \(N, 12\), got \(12,\)"),
+        (lambda: LANG.contains(np.full((1, 12), 55)), r"token ids must be in \[0, 55\)"),
+        (lambda: LANG.contains(None), r"rows must have shape \(N, 12\)"),
+        (lambda: ToyLanguage(grammar="english"), r"grammar must be None or a helpers\.grammar\.Grammar"),
+    ],
+)
+def test_every_bad_input_names_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_contains_accepts_tensors_and_unsigned_rows():
+    tokens, _ = LANG.support()
+    rows = tokens[:5]
+    assert LANG.contains(rows).all() and LANG.contains(rows.astype(np.uint8)).all()
+    assert LANG.contains(torch.tensor(rows)).all()
