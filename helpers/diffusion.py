@@ -1,4 +1,4 @@
-"""Masked diffusion: the training objective (and, below, the samplers).
+"""Masked diffusion: the training objective and, below, the samplers.
 
 Forward process: each token of a clean document x0 is replaced by <mask> with probability t.
 The model sees the partly masked canvas x_t (no time input) and predicts the clean token at
@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from helpers.model import Transformer
 from helpers.toylang import LANG
+from helpers.validation import check_fraction, check_int, check_number
 
 
 def _check_model(model: Transformer) -> None:
@@ -58,8 +59,7 @@ def diffusion_loss(model: Transformer, x0: torch.Tensor, eps: float = 1e-3, gene
     """
     _check_model(model)
     _check_docs(x0)
-    if not 0 < eps < 1:
-        raise ValueError(f"eps must be in (0, 1), got {eps}")
+    eps = check_fraction(eps, "eps", allow_one=False)
     B, T = x0.shape
     u = torch.rand(1, generator=generator, device=x0.device)
     t = eps + (1 - eps) * ((u + torch.arange(B, device=x0.device) / B) % 1)  # (B,)
@@ -73,8 +73,7 @@ def nelbo(model: Transformer, x0: torch.Tensor, draws: int = 128, generator=None
     per_document=True, the bound of each document (B,) instead of their mean."""
     _check_model(model)
     _check_docs(x0)
-    if not isinstance(draws, int) or draws < 1:
-        raise ValueError(f"draws must be a positive int, got {draws!r}")
+    draws = check_int(draws, "draws", 1)
     B, T = x0.shape
     total = torch.zeros(B, dtype=torch.float64, device=x0.device)  # (B,)
     for j in range(draws):
@@ -87,13 +86,13 @@ def nelbo(model: Transformer, x0: torch.Tensor, draws: int = 128, generator=None
 
 # ---------------------------------------------------------------------------------- sampling
 STRATEGIES = ("confidence", "random", "margin", "entropy", "ancestral")
+CONFIDENCE_STRATEGIES = STRATEGIES[:4]
 
 
 def even_split(n_tokens: int, steps: int) -> list[int]:
     """Tokens to commit per step: n_tokens over `steps`, remainder to the earliest steps
     (LLaDA: 30 over 8 -> [4, 4, 4, 4, 4, 4, 3, 3])."""
-    if steps < 1 or n_tokens < 0:
-        raise ValueError(f"need steps >= 1 and n_tokens >= 0, got steps={steps}, n_tokens={n_tokens}")
+    steps, n_tokens = check_int(steps, "steps", 1), check_int(n_tokens, "n_tokens", 0)
     base, extra = divmod(n_tokens, steps)
     return [base + (j < extra) for j in range(steps)]
 
@@ -110,7 +109,7 @@ def confidence_scores(probs: torch.Tensor, chosen: torch.Tensor, strategy: str, 
         return (probs * probs.clamp_min(1e-300).log()).sum(-1)
     if strategy == "random":
         return torch.rand(chosen.shape, generator=generator, dtype=torch.float64, device=chosen.device)
-    raise ValueError(f"no confidence score for strategy {strategy!r}")
+    raise ValueError(f"no confidence score for strategy {strategy!r}; use one of {CONFIDENCE_STRATEGIES}")
 
 
 def choose_tokens(logits: torch.Tensor, temperature: float, generator=None) -> torch.Tensor:
@@ -124,63 +123,128 @@ def choose_tokens(logits: torch.Tensor, temperature: float, generator=None) -> t
 
 
 def top_counts(scores: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """Boolean (B, T): in each row, the counts[b] positions with the highest finite score."""
+    """Boolean (B, T): in each row, the counts[b] positions with the highest finite score.
+    Ties: the leftmost position wins (a stable sort), so the choice never depends on the backend."""
     rank = scores.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1)  # (B, T) 0 = best
     return (rank < counts[:, None]) & torch.isfinite(scores)
 
 
-def _check_sample_args(model, length, steps, prompt, strategy, block_length, threshold, remask, temperature, batch):
-    _check_model(model)
-    if not isinstance(length, int) or length < 1:
-        raise ValueError(f"length (tokens to generate) must be an int >= 1, got {length!r}")
-    if prompt.dim() not in (1, 2) or prompt.dtype != torch.long or prompt.size(-1) < 1:
-        raise ValueError("prompt must be an int64 tensor of shape (T0,) or (B, T0) with T0 >= 1")
+def low_confidence_commit(scores, masked, k, confidence=None, threshold=None, last_step=False) -> torch.Tensor:
+    """LLaDA's low-confidence remasking (Nie et al. 2025, arXiv:2502.09992): of the
+    masked positions (B, T), commit the k (int or (B,)) with the highest scores and leave the rest
+    masked. k comes from even_split, per block in semi-autoregressive decoding. Ties: the leftmost.
+
+    threshold=tau (Fast-dLLM, Wu et al. 2025, arXiv:2505.22618): commit every masked position whose
+    confidence (p of its chosen token) is >= tau, and at least the k scheduled ones.
+    In a block's last step (last_step=True) every masked position is committed."""
+    n_masked = masked.sum(dim=1)  # (B,)
+    k = torch.as_tensor(k, device=masked.device).expand_as(n_masked)
+    if threshold is not None:
+        k = torch.maximum(k, ((confidence >= threshold) & masked).sum(dim=1))
+    k = n_masked if last_step else torch.minimum(k, n_masked)
+    return top_counts(scores.masked_fill(~masked, float("-inf")), k)
+
+
+def mdlm_commit(masked, u, t, s, sigma=0.0) -> torch.Tensor:
+    """MDLM's ancestral step from time t to s < t (Sahoo et al. 2024, arXiv:2406.07524): with the
+    linear schedule alpha_t = 1 - t, each masked position (B, T) is committed with probability
+    (alpha_s - alpha_t) / (1 - alpha_t) = (t - s) / t, decided by the uniform draws u (B, T); at
+    s = 0 every one is. With ReMDM re-masking at rate sigma (remdm_cap_remask) the probability is
+    (alpha_s - (1 - sigma) alpha_t) / (1 - alpha_t), which keeps the expected masked fraction at s."""
+    p_unmask = ((1 - s) - (1 - sigma) * (1 - t)) / t  # = (t - s) / t when sigma = 0
+    return masked & (u < p_unmask)
+
+
+def remdm_cap_remask(filled, u, t, s, eta) -> tuple[torch.Tensor, float]:
+    """ReMDM-cap (Wang et al. 2025, arXiv:2503.00307): in the step from t to s, re-mask each filled
+    position (B, T) with probability sigma = min(eta, (1 - alpha_s) / alpha_t) = min(eta, s / (1 - t)),
+    using the same draws u as mdlm_commit. At t = 1 nothing is filled yet and sigma = 0.
+    Returns (re-masked positions, sigma)."""
+    sigma = 0.0 if t == 1 else min(eta, s / (1 - t))
+    return filled & (u < sigma), sigma
+
+
+def remdm_conf_remask(canvas, allowed, stored_conf, fraction) -> torch.Tensor:
+    """ReMDM-conf (Wang et al. 2025, arXiv:2503.00307), made deterministic: re-mask
+    round(fraction * n) of the n filled positions in `allowed` (B, T), those whose confidence when
+    they were committed (stored_conf) is lowest; ties: the leftmost. (ReMDM-conf scales each
+    token's re-masking probability by softmax(-confidence): the least confident go most often.)"""
+    filled = (canvas != LANG.mask_id) & allowed  # (B, T)
+    n = (fraction * filled.sum(dim=1)).round().long()  # (B,)
+    return top_counts((-stored_conf).masked_fill(~filled, float("-inf")), n)
+
+
+def _ancestral_moves(canvas, masked, in_block, j, steps, remask, generator):
+    """Step j of `steps` (t = 1 - j/steps to s): one uniform draw per position decides both
+    which masked positions MDLM commits and which committed ones ReMDM-cap re-masks."""
+    t, s = 1 - j / steps, 1 - (j + 1) / steps
+    u = torch.rand(canvas.shape, generator=generator, device=canvas.device)  # (B, T)
+    if remask is None:
+        return mdlm_commit(masked, u, t, s), torch.zeros_like(masked)
+    remasked, sigma = remdm_cap_remask((canvas != LANG.mask_id) & in_block, u, t, s, remask)
+    return mdlm_commit(masked, u, t, s, sigma), remasked
+
+
+def _check_prompt(prompt, batch: int, vocab_size: int) -> None:
+    if (
+        not isinstance(prompt, torch.Tensor)
+        or prompt.dim() not in (1, 2)
+        or prompt.dtype != torch.long
+        or not prompt.size(-1)
+    ):
+        raise ValueError("prompt must be None or an int64 torch.Tensor of shape (T0,) or (B, T0) with T0 >= 1")
     if prompt.dim() == 2 and prompt.size(0) != batch:
         raise ValueError(f"prompt has {prompt.size(0)} rows but batch_size is {batch}")
+    if ((prompt < 0) | (prompt >= vocab_size)).any():
+        bad = prompt[(prompt < 0) | (prompt >= vocab_size)][0].item()
+        raise ValueError(f"prompt token ids must be in [0, {vocab_size}) (the model's vocab_size), got {bad}")
+    if (prompt == LANG.mask_id).any():
+        raise ValueError(
+            f"prompt must not contain <mask> (id {LANG.mask_id}): the sampler fills only the positions after it"
+        )
+
+
+def _check_sample_args(model, length, steps, prompt, strategy, block_length, threshold, remask, temperature, batch):
+    """The checked arguments: (length, steps, block_length, threshold, remask, temperature, batch)."""
+    _check_model(model)
+    length = check_int(length, "length (tokens to generate)", 1)
+    batch = check_int(batch, "batch_size", 1)
+    _check_prompt(prompt, batch, model.config.vocab_size)
     if prompt.size(-1) + length > model.config.max_len:
         raise ValueError(
             f"prompt ({prompt.size(-1)}) + length ({length}) exceeds the model's max_len ({model.config.max_len})"
         )
-    if strategy not in STRATEGIES:
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    block_length = length if block_length is None else block_length
-    if not isinstance(block_length, int) or block_length < 1 or length % block_length:
+    block_length = length if block_length is None else check_int(block_length, "block_length", 1)
+    if length % block_length:
         raise ValueError(f"block_length must be an int that divides length ({length}), got {block_length!r}")
-    n_blocks = length // block_length
-    if threshold is not None and not (isinstance(threshold, int | float) and 0 < threshold <= 1):
-        raise ValueError(f"threshold must be None or a number in (0, 1], got {threshold!r}")
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be an int >= 1, got {steps!r}")
+    if threshold is not None:
+        threshold = check_fraction(threshold, "threshold (None or Fast-dLLM's tau)")
+        if strategy == "ancestral":
+            raise ValueError(f"threshold applies to the strategies {CONFIDENCE_STRATEGIES}, not to 'ancestral'")
+    steps = check_int(steps, "steps", 1)
     if threshold is None and steps > length:
         raise ValueError(f"steps ({steps}) must be <= length ({length}): each step commits at least one token")
-    if steps % n_blocks:
-        raise ValueError(f"steps ({steps}) must be a multiple of the number of blocks ({n_blocks})")
-    if remask is not None and not (isinstance(remask, int | float) and 0 < remask < 1):
-        raise ValueError(f"remask must be None or a fraction in (0, 1), got {remask!r}")
-    if not isinstance(temperature, int | float) or temperature < 0:
-        raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
-    if not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch!r}")
-    return block_length, n_blocks
+    if steps % (length // block_length):
+        raise ValueError(f"steps ({steps}) must be a multiple of the number of blocks ({length // block_length})")
+    if remask is not None:
+        remask = check_fraction(remask, "remask (None or ReMDM's eta)", allow_one=False)
+    temperature = check_number(temperature, "temperature", 0)
+    return length, steps, block_length, threshold, remask, temperature, batch
 
 
-def _ancestral_moves(canvas, masked, in_block, j, steps, remask, generator):
-    """MDLM's step from t to s (ReMDM-cap when remask is set): which masked positions to commit
-    and which committed ones to re-mask, both decided by coin flips before the pass."""
-    t, s = 1 - j / steps, 1 - (j + 1) / steps
-    u = torch.rand(canvas.shape, generator=generator, device=canvas.device)  # (B, T)
-    sigma = 0.0 if remask is None or j == 0 else min(remask, s / (1 - t))
-    p_unmask = ((1 - s) - (1 - sigma) * (1 - t)) / t  # = (t - s) / t without remasking
-    committed = (canvas != LANG.mask_id) & in_block
-    return masked & (u < p_unmask), committed & (u < sigma)
-
-
-def _least_confident(canvas, allowed, stored_conf, fraction):
-    """Boolean (B, T): round(fraction * filled) of the filled positions in `allowed` whose
-    confidence when they were committed was lowest (ReMDM-conf, made deterministic)."""
-    filled = (canvas != LANG.mask_id) & allowed  # (B, T)
-    n = (fraction * filled.sum(dim=1)).round().long()  # (B,)
-    return top_counts((-stored_conf).masked_fill(~filled, float("-inf")), n)
+def _trace_step(canvas, commit, remasked, revised, stored_conf, block, step) -> dict:
+    confidence = stored_conf.masked_fill(canvas == LANG.mask_id, float("nan"))
+    return dict(
+        canvas=canvas.clone(),
+        committed=commit,
+        remasked=remasked,
+        revised=revised,
+        confidence=confidence,
+        block=block,
+        step=step,
+    )
 
 
 @torch.no_grad()
@@ -206,38 +270,40 @@ def sample(
     positions at once; which of them are committed depends on the strategy:
 
     - "confidence", "margin", "entropy", "random": commit the k most confident masked positions
-      of the block, k from even_split(block_length, steps_per_block) (LLaDA).
-    - "ancestral": MDLM. Time runs from t=1 to 0 in equal steps; from t to s each masked
-      position is committed with probability (t - s) / t (the last step commits the rest).
-    - threshold=tau (confidence strategies): commit every masked position in the block with
+      of the block, k from even_split(block_length, steps_per_block) (LLaDA, low_confidence_commit).
+      Scores (confidence_scores): p(chosen token); top-1 minus top-2 probability; low entropy
+      first; uniform random. Ties: the leftmost position first.
+    - "ancestral": MDLM (mdlm_commit). Time runs from t=1 to 0 in equal steps; from t to s each
+      masked position is committed with probability (t - s) / t (the last step commits the rest).
+      A step that would change nothing is skipped: no pass is run or counted.
+    - threshold=tau (confidence strategies only): commit every masked position in the block with
       confidence >= tau, and at least the scheduled k (Fast-dLLM). With steps = length the
       schedule asks for one token per step, so passes adapt to the model's confidence;
       `steps` is only an upper bound.
-    - remask=eta, the editor (ReMDM). With the confidence strategies: after committing, re-mask
-      round(eta * n) of the n tokens the block had before this step, those with the lowest
-      confidence when they were committed (ReMDM-conf made deterministic), and commit that many
-      more in the next step; never in a block's last step. With "ancestral": ReMDM-cap, each
-      committed token is re-masked with probability sigma = min(eta, s / (1 - t)) and masked
-      ones unmasked with probability ((1 - s) - (1 - sigma)(1 - t)) / t, which keeps the
-      expected masked fraction at s.
+    - remask=eta, the editor (ReMDM). With the confidence strategies (remdm_conf_remask): after
+      committing, re-mask round(eta * n) of the n tokens the block had before this step, those
+      with the lowest confidence when they were committed, and commit that many more in the next
+      step; never in a block's last step. With "ancestral" (remdm_cap_remask): each committed
+      token is re-masked with probability sigma = min(eta, s / (1 - t)) and masked ones unmasked
+      with probability ((1 - s) - (1 - sigma)(1 - t)) / t: the expected masked fraction stays s.
 
-    Tokens are argmax at temperature 0, else sampled (float64) from the tempered softmax.
-    Returns the canvas (B, T0 + length); with return_trace, (canvas, trace) where trace has one
-    dict per forward pass: the canvas after the step, boolean masks (B, T) of the positions
-    committed / re-masked / revised (re-committed with a different token) in it, and the
-    confidence (probability when committed) of every filled position (NaN where masked; +inf
-    for the prompt).
+    Tokens are argmax at temperature 0, else sampled (float64) from the tempered softmax; the
+    confidence is always that of the untempered softmax. Returns the canvas (B, T0 + length);
+    with return_trace, (canvas, trace) where trace has one dict per forward pass: the canvas after
+    the step, boolean masks (B, T) of the positions committed / remasked / revised (re-committed
+    with a different token) in it, the confidence (probability when committed) of every filled
+    position (NaN where masked; +inf for the prompt), and the block and step indices.
     """
     if prompt is None:
         prompt = torch.tensor([LANG.bos_id], dtype=torch.long)
-    if not isinstance(prompt, torch.Tensor):
-        raise ValueError("prompt must be a torch.Tensor of int64 token ids")
-    block_length, n_blocks = _check_sample_args(
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be None or a torch.Generator, got {type(generator).__name__}")
+    length, steps, block_length, threshold, remask, temperature, batch_size = _check_sample_args(
         model, length, steps, prompt, strategy, block_length, threshold, remask, temperature, batch_size
     )
     device = next(model.parameters()).device
     prompt = prompt.to(device).expand(batch_size, -1) if prompt.dim() == 1 else prompt.to(device)
-    T0 = prompt.size(1)
+    T0, n_blocks, ancestral = prompt.size(1), length // block_length, strategy == "ancestral"
     canvas = torch.cat([prompt, torch.full((batch_size, length), LANG.mask_id, device=device)], dim=1)  # (B, T)
     stored_conf = torch.full(canvas.shape, float("inf"), dtype=torch.float64, device=device)  # (B, T)
     last_token = torch.full(canvas.shape, -1, device=device)  # (B, T) previous committed value
@@ -255,7 +321,7 @@ def sample(
                 break  # threshold decoding can finish a block early
             last_step = j == steps_per_block - 1
             remasked = torch.zeros_like(masked)
-            if strategy == "ancestral":  # positions are decided before the pass
+            if ancestral:  # MDLM / ReMDM-cap: the moves are drawn before the pass
                 commit, remasked = _ancestral_moves(canvas, masked, in_block, j, steps_per_block, remask, generator)
                 if not (commit.any() or remasked.any()):
                     continue  # nothing would change: the pass is skipped, and not counted
@@ -263,31 +329,17 @@ def sample(
             probs = torch.softmax(logits.double(), dim=-1)  # (B, T, V)
             chosen = choose_tokens(logits, temperature, generator)  # (B, T)
             chosen_conf = probs.gather(-1, chosen[..., None]).squeeze(-1)  # (B, T) p(chosen token)
-            if strategy != "ancestral":
-                scores = confidence_scores(probs, chosen, strategy, generator).masked_fill(~masked, float("-inf"))
-                counts = torch.full_like(pending, schedule[j]) + pending  # (B,)
-                if threshold is not None:
-                    counts = torch.maximum(counts, ((chosen_conf >= threshold) & masked).sum(dim=1))
-                counts = masked.sum(dim=1) if last_step else torch.minimum(counts, masked.sum(dim=1))
-                commit = top_counts(scores, counts)
+            if not ancestral:  # LLaDA, with Fast-dLLM's threshold
+                scores = confidence_scores(probs, chosen, strategy, generator)  # (B, T)
+                commit = low_confidence_commit(scores, masked, schedule[j] + pending, chosen_conf, threshold, last_step)
             revised = commit & (last_token >= 0) & (last_token != chosen)
             canvas = torch.where(commit, chosen, canvas)
             stored_conf = torch.where(commit, chosen_conf, stored_conf)
             last_token = torch.where(commit, chosen, last_token)
-            if remask is not None and strategy != "ancestral" and not last_step:
-                remasked = _least_confident(canvas, in_block & ~commit, stored_conf, remask)
+            if remask is not None and not ancestral and not last_step:  # ReMDM-conf
+                remasked = remdm_conf_remask(canvas, in_block & ~commit, stored_conf, remask)
                 pending = remasked.sum(dim=1)
             canvas = canvas.masked_fill(remasked, LANG.mask_id)
             if return_trace:
-                trace.append(
-                    dict(
-                        canvas=canvas.clone(),
-                        committed=commit,
-                        remasked=remasked,
-                        revised=revised,
-                        confidence=stored_conf.masked_fill(canvas == LANG.mask_id, float("nan")),
-                        block=b,
-                        step=j,
-                    )
-                )
+                trace.append(_trace_step(canvas, commit, remasked, revised, stored_conf, b, j))
     return (canvas, trace) if return_trace else canvas
