@@ -2,9 +2,10 @@
 through Playwright, *Run All Cells* on every notebook, then no error, every widget drawn, and a
 slider that redraws its figure. nbval executes the notebooks but never renders a widget; this does.
 
-Run it with `python -m pytest -m browser tests/test_browser.py` after
-`apt-get install chromium` and `pip install -r requirements-dev.txt`. Without them it is skipped
-(a failure when COURSE_REQUIRE_BROWSER=1, as in .ci/run). Screenshots go to a temporary folder.
+Run it with `.venv/bin/python -m pytest -m browser -s tests/test_browser.py` after
+`sudo apt-get install chromium` (Debian) and `.venv/bin/pip install -r requirements-dev.txt`;
+COURSE_CHROMIUM names another Chromium binary. Without them it is skipped (a failure when
+COURSE_REQUIRE_BROWSER=1, as in .ci/run). With -s it prints the path of a screenshot per notebook.
 """
 
 from __future__ import annotations
@@ -87,8 +88,6 @@ def lab(browser, tmp_path_factory):
         "--no-browser",
         "--LabApp.expose_app_in_browser=True",
     ]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        command.append("--allow-root")
     env = os.environ | {
         "JUPYTERLAB_SETTINGS_DIR": str(work / "user-settings"),
         "JUPYTERLAB_WORKSPACES_DIR": str(work / "workspaces"),

@@ -27,6 +27,7 @@ def test_jupyterlab_serves_the_repository_and_opens_notebook_00():
     assert Path(config.ServerApp.root_dir) == ROOT
     opened = config.LabApp.default_url.removeprefix("/lab/tree/")
     assert opened == "notebooks/00_start_here.ipynb" and (ROOT / opened).exists()
+    assert config.ServerApp.allow_root  # the README's command works in a container that runs as root
 
 
 def test_the_news_pop_up_is_off():
