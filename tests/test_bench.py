@@ -304,19 +304,3 @@ def test_python_m_helpers_bench_help_runs():
 
     out = subprocess.run([sys.executable, "-m", "helpers.bench", "--help"], capture_output=True, text=True, check=True)
     assert "--quick" in out.stdout and "--json" in out.stdout and "measure_machine" in out.stdout
-
-
-@pytest.mark.parametrize(
-    "module",
-    [
-        "bench", "bench.report", "bench.passes", "bench.roofs", "fixtures", "timing", "measurement", "machine",
-        "costs", "shapes", "latency", "roofline", "widgets", "widgets.latency_explorer", "widgets.side_by_side",
-        "widgets.model_typewriter", "widgets.typewriter", "widgets.stepper", "precision", "hf_compare",
-    ],
-)  # fmt: skip
-def test_each_module_imports_first_in_a_fresh_interpreter(module):
-    """No import cycle: every module can be the first one imported."""
-    import subprocess
-    import sys
-
-    subprocess.run([sys.executable, "-c", f"import helpers.{module}"], check=True)
