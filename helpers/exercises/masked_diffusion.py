@@ -41,7 +41,8 @@ def _schedule_report(fn) -> str:
                 "the remainder goes to the earliest steps, one each (LLaDA: 30 over 8 -> [4, 4, 4, 4, 4, 4, 3, 3])",
             )
         raise Failed(f"returned {got}, expected {expected} ({case})", SCHEDULE_HINT)
-    return f"{len(cases):,} cases (n_tokens 0..64, steps 1..40) follow LLaDA's rule, e.g. 30 over 8 -> {tokens_per_step(30, 8)}"
+    example = tokens_per_step(30, 8)
+    return f"{len(cases):,} cases (n_tokens 0..64, steps 1..40) follow LLaDA's rule, e.g. 30 over 8 -> {example}"
 
 
 def check_tokens_per_step(fn) -> bool:
