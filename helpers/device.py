@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from helpers import gpu
+
 
 def pick_device(prefer: str | None = None) -> torch.device:
     """CUDA -> MPS -> CPU, or the device named by `prefer` ("cpu", "cuda", "mps") if available.
@@ -28,8 +30,9 @@ def describe(device: torch.device) -> str:
     """A readable name: the GPU model on CUDA, else the device type and CPU thread count.
     device: a torch.device or anything `as_device` accepts."""
     device = as_device(device)
-    if device.type == "cuda":
-        return f"cuda ({torch.cuda.get_device_name(device)})"
+    cuda = gpu.runtime(device)
+    if cuda is not None:
+        return f"cuda ({cuda.name()})"
     if device.type == "mps":
         return "mps (Apple GPU)"
     return f"cpu ({torch.get_num_threads()} threads)"

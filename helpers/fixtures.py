@@ -3,7 +3,7 @@
 Timing does not depend on what the weights are, only on their shape, dtype and layout, so the
 measurements of helpers.bench, helpers.precision and helpers.hf_compare run on these:
 - `random_model`: a Transformer of any ModelConfig, in the dtype the device runs models in
-  (`model_dtype`) and the layout every course model decodes with;
+  (`model_dtype`) and the layout that device decodes with (`default_layout`), built directly on a GPU;
 - `tiny_config`: the course's tiny shape with room for <bos> + N tokens;
 - `bidirectional_twin`: the same weights in a bidirectional (masked-diffusion) model;
 - `prefilled_cache`: a KV cache already holding some positions, and the token a step feeds.
@@ -16,7 +16,7 @@ from dataclasses import replace
 import torch
 
 from helpers.device import as_device
-from helpers.model import ModelConfig, Transformer
+from helpers.model import LAYOUTS, ModelConfig, Transformer
 from helpers.toylang import LANG
 from helpers.validation import check_int
 
@@ -42,16 +42,48 @@ def _check_model(model, causal: bool = False) -> Transformer:
     return model
 
 
-def random_model(config: ModelConfig, device=None, *, seed: int = 0) -> Transformer:
+def default_layout(device) -> str:
+    """The weight layout a model is timed in on a device kind, before any measurement says
+    otherwise: the course's decode layout on the CPU (measured in notebook 04, section 3), and
+    row-major (nn.Linear's own) on CUDA and MPS, whose kernels are tuned for it.
+    helpers.bench.choose_layout measures both on a GPU and keeps the faster."""
+    return "decode" if as_device(device).type == "cpu" else "row-major"
+
+
+def random_model(config: ModelConfig, device=None, *, seed: int = 0, layout: str | None = None) -> Transformer:
     """A Transformer of `config` with random (GPT-2 style) weights on `device`, in model_dtype(device),
-    in eval mode, in the weight layout every course model decodes with (decode_layout_). Timing does not
-    depend on what the weights are, only on their shape, dtype and layout."""
+    in eval mode, in `layout` (None: default_layout(device)). Timing does not depend on what the
+    weights are, only on their shape, dtype and layout.
+
+    On the CPU the model is built as training builds it. On a GPU it is allocated directly on the
+    device in its dtype and initialised there (no float32 copy on the host: a 1.8B model would
+    need 7 GB of it), so its random values differ from the CPU's for the same seed."""
     device = as_device(device)
     if not isinstance(config, ModelConfig):
         raise ValueError(f"config must be a helpers.model.ModelConfig, got {type(config).__name__}")
+    layout = default_layout(device) if layout is None else layout
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be None or one of {LAYOUTS}, got {layout!r}")
     torch.manual_seed(check_int(seed, "seed", 0))
-    model = Transformer(config).to(device=device, dtype=model_dtype(device)).eval()
-    return model.decode_layout_()  # the weight layout the course's models decode with
+    return _new_model(config, device, model_dtype(device)).eval().set_layout_(layout)
+
+
+def _new_model(config: ModelConfig, device: torch.device, dtype: torch.dtype) -> Transformer:
+    """Built as training builds it on the CPU; allocated and initialised on the device elsewhere."""
+    if device.type == "cpu":
+        return Transformer(config).to(dtype=dtype)
+    return build_on_device(config, device, dtype)
+
+
+def build_on_device(config: ModelConfig, device, dtype: torch.dtype) -> Transformer:
+    """A Transformer allocated on `device` in `dtype` and initialised there (init_parameters_), via
+    PyTorch's meta device: no weights are ever created on the host. Uses the device's RNG."""
+    with torch.device("meta"):
+        model = Transformer(config)  # shapes only, no memory
+    model = model.to(dtype=dtype).to_empty(device=as_device(device))
+    if config.tie_weights:  # to_empty gives every parameter its own storage: tie them again
+        model.head.weight = model.tok_emb.weight
+    return model.init_parameters_()
 
 
 def tiny_config(n_tokens: int = TINY_TOKENS, causal: bool = True) -> ModelConfig:
@@ -62,12 +94,17 @@ def tiny_config(n_tokens: int = TINY_TOKENS, causal: bool = True) -> ModelConfig
     return ModelConfig(vocab_size=len(LANG.vocab), max_len=n_tokens + 1, causal=causal)
 
 
+def layout_of(model: Transformer) -> str:
+    """ "decode" if the model's qkv weight is stored input-major (decode_layout_), else "row-major"."""
+    return "row-major" if model.blocks[0].attn.qkv.weight.is_contiguous() else "decode"
+
+
 def bidirectional_twin(model: Transformer) -> Transformer:
     """The same weights in a bidirectional (masked-diffusion) model: what a dLLM pass runs."""
     device, dtype = model_device_dtype(_check_model(model))
-    twin = Transformer(replace(model.config, causal=False)).to(device=device, dtype=dtype).eval()
+    twin = _new_model(replace(model.config, causal=False), device, dtype)
     twin.load_state_dict(model.state_dict())
-    return twin.decode_layout_()
+    return twin.eval().set_layout_(layout_of(model))
 
 
 def prefilled_cache(model: Transformer, context: int, batch: int, seed: int):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,3 +99,33 @@ def get_hardware(hardware) -> Hardware:
     if isinstance(hardware, str) and hardware in table:
         return table[hardware]
     raise ValueError(f"hardware must be a Hardware or one of {list(table)}, got {hardware!r}")
+
+
+# how torch.cuda.get_device_name spells each row's GPU; the first match wins, so the exceptions
+# (H100 NVL, H200 NVL, A100 PCIe: other bandwidths or peaks than the listed models) come first
+DEVICE_NAME_PATTERNS = (
+    (r"H100 NVL|H200 NVL|A100.*PCI", None),
+    (r"\bH200\b", "NVIDIA H200"),
+    (r"\bH100\b.*PCIe", "NVIDIA H100 PCIe"),
+    (r"\bH100\b.*(SXM|HBM3)", "NVIDIA H100 SXM"),
+    (r"\bA100\b.*SXM.*80GB", "NVIDIA A100 80GB SXM"),
+    (r"\bA100\b.*SXM.*40GB", "NVIDIA A100 40GB SXM"),
+    (r"\bB200\b", "NVIDIA B200 (HGX)"),
+    (r"\bL40S\b", "NVIDIA L40S"),
+    (r"\bL4\b", "NVIDIA L4"),
+    (r"RTX 4090\b(?! ?D)", "NVIDIA RTX 4090"),
+    (r"RTX 3090\b(?! ?Ti)", "NVIDIA RTX 3090"),
+    (r"\bMI300X\b", "AMD MI300X"),
+)
+
+
+def match_hardware(device_name: str) -> Hardware | None:
+    """The row of data/hardware.csv for a GPU as torch.cuda.get_device_name names it
+    ("NVIDIA H100 80GB HBM3" -> "NVIDIA H100 SXM"), or None when the table has no row for exactly
+    that model (its datasheet numbers would then be another GPU's)."""
+    if not isinstance(device_name, str):
+        raise ValueError(f"device_name must be a str (torch.cuda.get_device_name), got {device_name!r}")
+    for pattern, row in DEVICE_NAME_PATTERNS:
+        if re.search(pattern, device_name, flags=re.IGNORECASE):
+            return None if row is None else load_hardware_table()[row]
+    return None

@@ -16,12 +16,14 @@ from functools import lru_cache
 
 import torch
 
+from helpers import gpu
 from helpers.device import as_device, describe
 
 FALLBACK_LLC_BYTES = 32 * 2**20  # when the cache size cannot be read: a typical desktop L3
 CACHE_MULTIPLE = 4  # STREAM's rule: every array at least 4x the last-level cache
 CUDA_ARRAY_BYTES = 2**30  # 1 GiB per array on CUDA: far beyond any GPU's L2 (H100: 50 MB)
 MPS_ARRAY_BYTES = 2**29  # 512 MiB per array on Apple GPUs (system-level cache up to ~100 MB)
+MEMORY_FRACTION = 16  # no array larger than 1/16 of the device's memory
 
 
 # ----------------------------------------------------------------------------- cache sizes
@@ -99,17 +101,34 @@ def memory_bytes() -> int | None:
         return None
 
 
-def default_array_bytes(device=None) -> int:
-    """Size of one array for a bandwidth measurement: at least 4x the last-level cache
-    (1 GiB on CUDA, 512 MiB on MPS), but never more than 1/16 of the memory."""
+def device_memory_bytes(device=None) -> int | None:
+    """Bytes of memory the device's arrays live in: the GPU's own memory on CUDA, the share of
+    unified memory Metal recommends on MPS, physical memory on the CPU; None where unknown."""
     device = as_device(device)
-    if device.type == "cuda":
-        props = torch.cuda.get_device_properties(device)
-        l2 = getattr(props, "L2_cache_size", 0) or 0
-        return int(min(max(CUDA_ARRAY_BYTES, CACHE_MULTIPLE * l2), props.total_memory // 16))
-    wanted = MPS_ARRAY_BYTES if device.type == "mps" else CACHE_MULTIPLE * llc_bytes()
-    memory = memory_bytes()
-    return int(min(wanted, memory // 16)) if memory else int(wanted)
+    cuda = gpu.runtime(device)
+    if cuda is not None:
+        return int(cuda.properties().total_memory)
+    if device.type == "mps":
+        recommended = getattr(torch.mps, "recommended_max_memory", None)
+        if recommended is not None:
+            return int(recommended())
+    return memory_bytes()
+
+
+def default_array_bytes(device=None) -> int:
+    """Size of one array for a bandwidth measurement: at least 4x the last-level cache (the L2 on
+    CUDA, with 1 GiB as the floor; 512 MiB on MPS), but never more than 1/16 of the device's memory
+    (device_memory_bytes), so that a triad's three arrays fit on an 8 GB laptop."""
+    device = as_device(device)
+    cuda = gpu.runtime(device)
+    if cuda is not None:
+        wanted = max(CUDA_ARRAY_BYTES, CACHE_MULTIPLE * cuda.l2_bytes())
+    elif device.type == "mps":
+        wanted = MPS_ARRAY_BYTES
+    else:
+        wanted = CACHE_MULTIPLE * llc_bytes()
+    memory = device_memory_bytes(device)
+    return int(min(wanted, memory // MEMORY_FRACTION)) if memory else int(wanted)
 
 
 # ----------------------------------------------------------------------------- the machine
@@ -127,7 +146,9 @@ def _cpu_name() -> str:
 
 
 def machine_summary(device=None) -> dict:
-    """What the measurements ran on: device, CPU model, torch threads, last-level cache, torch version."""
+    """What the measurements ran on: device, CPU model, torch threads, last-level cache, torch version;
+    on CUDA also the GPU's memory, L2, compute capability, CUDA and driver versions, the TF32
+    setting, and its clocks, power and temperature (helpers.gpu.CudaRuntime.summary)."""
     device = as_device(device)
     summary = {
         "device": describe(device),
@@ -136,8 +157,9 @@ def machine_summary(device=None) -> dict:
         "llc_mib": round(llc_bytes() / 2**20, 1),
         "torch": torch.__version__,
     }
-    if device.type == "cuda":
-        props = torch.cuda.get_device_properties(device)
-        summary["gpu_memory_gib"] = round(props.total_memory / 2**30, 1)
-        summary["gpu_l2_mib"] = round((getattr(props, "L2_cache_size", 0) or 0) / 2**20, 1)
+    cuda = gpu.runtime(device)
+    if cuda is not None:
+        summary.update(cuda.summary())
+    elif device.type == "mps":
+        summary["mps_memory_gib"] = round((device_memory_bytes(device) or 0) / 2**30, 1)
     return summary

@@ -1,10 +1,13 @@
 """A measured quantity, and the one timing loop every measurement of the course uses.
 
-`benchmark(fn)`: warm-up runs first (caches, lazy initialisation, kernel selection), then
-`repeat` timed runs, each bracketed by a device synchronisation on CUDA/MPS (their kernels run
-asynchronously: without a sync you time the launch, not the work). It reports the median and
-the interquartile range as a `Measurement`, never the mean, because a single slow run (another
-process, a page fault) should not move the answer.
+`benchmark(fn)` reports the median and the interquartile range of its samples as a `Measurement`,
+never the mean, because a single slow run (another process, a page fault) should not move the
+answer. How it samples depends on the device:
+- CPU and MPS: `warmup` untimed runs, then `repeat` timed runs, each bracketed by a device
+  synchronisation (MPS kernels run asynchronously: without a sync you time the launch, not the
+  work) and timed with the host's clock;
+- CUDA: helpers.gpu.do_bench, as Triton's do_bench: warm-up by time, many calls between one pair
+  of CUDA events, the L2 cache cleared before every sample, one synchronisation at the end.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from helpers import gpu
 from helpers.device import as_device
 from helpers.validation import check_int
 
@@ -96,8 +100,9 @@ def rates(seconds: Measurement, amount: float, scale: float, unit: str) -> Measu
 def _synchronizer(device: torch.device) -> Callable[[], None]:
     """A function that waits for all queued work on `device`; a no-op on the CPU.
     CUDA is touched only when the device is CUDA."""
-    if device.type == "cuda":
-        return lambda: torch.cuda.synchronize(device)
+    cuda = gpu.runtime(device)
+    if cuda is not None:
+        return cuda.synchronize
     if device.type == "mps":
         return torch.mps.synchronize
     return lambda: None
@@ -114,27 +119,25 @@ def _time_with_clock(fn, repeat: int, sync, clock) -> list[float]:
     return samples
 
 
-def _time_with_cuda_events(fn, repeat: int, device: torch.device) -> list[float]:
-    """GPU-side timestamps: they measure the kernels, not the Python that launched them."""
-    samples = []
-    with torch.cuda.device(device):
-        for _ in range(repeat):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize(device)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1e3)  # elapsed_time is in ms
-    return samples
+def benchmark(
+    fn: Callable[[], object],
+    *,
+    warmup: int = 2,
+    repeat: int = 10,
+    device=None,
+    clock=None,
+    calls: int | None = None,
+    flush: bool = True,
+) -> Measurement:
+    """Time `fn()`; median and IQR in seconds per call.
 
-
-def benchmark(fn: Callable[[], object], *, warmup: int = 2, repeat: int = 10, device=None, clock=None) -> Measurement:
-    """Time `fn()`: `warmup` untimed runs, then `repeat` timed runs; median and IQR in seconds.
-
-    device: where fn's work runs (None = cpu). On CUDA/MPS every timed run is bracketed by a
-        synchronisation; on CUDA (with no clock given) the time comes from CUDA events.
-    clock: a callable returning seconds (default time.perf_counter); inject a fake one to test.
+    device: where fn's work runs (None = cpu).
+    CPU / MPS: `warmup` untimed runs, then `repeat` runs, each between two synchronisations and
+        timed with `clock` (default time.perf_counter; inject a fake one to test).
+    CUDA (with no clock given): helpers.gpu.do_bench: at least `warmup` calls and 25 ms of
+        warm-up, `repeat` samples of `calls` calls each between two CUDA events (None: enough
+        calls for 1 ms), the L2 cleared before each sample unless flush=False. The events time
+        the GPU; when the host cannot launch work as fast as the GPU runs it, they time that.
     """
     if not callable(fn):
         raise ValueError(f"fn must be callable with no arguments, got {type(fn).__name__}")
@@ -142,13 +145,16 @@ def benchmark(fn: Callable[[], object], *, warmup: int = 2, repeat: int = 10, de
     repeat = check_int(repeat, "repeat", 1)
     if clock is not None and not callable(clock):
         raise ValueError(f"clock must be None or a callable returning seconds, got {type(clock).__name__}")
+    if not isinstance(flush, bool):
+        raise ValueError(f"flush must be True or False, got {flush!r}")
     device = as_device(device)
+    cuda = gpu.runtime(device)
+    if cuda is not None and clock is None:
+        samples = gpu.do_bench(fn, cuda, repeat=repeat, warmup=warmup, calls=calls, flush=flush)
+        return Measurement.from_samples(samples, "s")
     sync = _synchronizer(device)
     for _ in range(warmup):
         fn()
     sync()
-    if device.type == "cuda" and clock is None:
-        samples = _time_with_cuda_events(fn, repeat, device)
-    else:
-        samples = _time_with_clock(fn, repeat, sync, clock or time.perf_counter)
+    samples = _time_with_clock(fn, repeat, sync, clock or time.perf_counter)
     return Measurement.from_samples(samples, "s")

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from helpers.validation import check_float_dtype, check_int
+
+LAYOUTS = ("decode", "row-major")  # how weight matrices are stored: Transformer.set_layout_
 
 
 @dataclass
@@ -51,6 +53,26 @@ def gpt2_small_config(**overrides) -> ModelConfig:
     """The shape of GPT-2 small (124M parameters), for timing with random weights."""
     shape = dict(vocab_size=50257, max_len=1024, d_model=768, n_layer=12, n_head=12)
     return ModelConfig(**{**shape, **overrides})
+
+
+def gpu_wide_config(**overrides) -> ModelConfig:
+    """A wide, shallow shape sized for a GPU: d_model 4096, 8 layers, 32 heads, GPT-2's vocabulary
+    padded to 50304 (a multiple of 64, as nanoGPT pads it): 1.82B parameters, 3.6 GB in bf16.
+    Its decode step is long enough (about 0.8 ms at an H200's 4.8 TB/s) that kernel launches
+    do not hide the memory traffic, unlike GPT-2 small's (about 55 us)."""
+    shape = dict(vocab_size=50304, max_len=1024, d_model=4096, n_layer=8, n_head=32)
+    return ModelConfig(**{**shape, **overrides})
+
+
+def pad_vocab(config: ModelConfig, multiple: int = 64) -> ModelConfig:
+    """The same config with vocab_size rounded up to a multiple of `multiple` (50257 -> 50304):
+    rows of the tied embedding / output head then start on aligned addresses in 2-byte formats,
+    which GPU matmul kernels need for their fastest paths. The extra rows are never sampled from
+    in a real model; here they only add their bytes (0.1 % for GPT-2 small)."""
+    if not isinstance(config, ModelConfig):
+        raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
+    multiple = check_int(multiple, "multiple", 1)
+    return replace(config, vocab_size=-(-config.vocab_size // multiple) * multiple)
 
 
 class KVCache:
@@ -143,10 +165,24 @@ class Transformer(nn.Module):
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_weights:
             self.head.weight = self.tok_emb.weight
+        self.init_parameters_()
+
+    @torch.no_grad()
+    def init_parameters_(self) -> Transformer:
+        """GPT-2's initialisation, in place: N(0, 0.02) for every matrix and embedding, residual
+        writes (attn.proj, mlp.down) scaled by 1/sqrt(2 n_layer), zero biases, LayerNorms at 1 and 0,
+        and the causal mask rebuilt. Also makes a model allocated with to_empty (helpers.fixtures
+        builds large models that way, directly on a GPU) a proper one."""
+        for module in self.modules():
+            if isinstance(module, nn.LayerNorm):
+                module.reset_parameters()
+            if isinstance(module, CausalSelfAttention):
+                module.allowed.copy_(torch.ones_like(module.allowed).tril())
         self.apply(self._init_weights)
         for name, p in self.named_parameters():  # GPT-2: scale residual writes by depth
             if name.endswith(("attn.proj.weight", "mlp.down.weight")):
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * self.config.n_layer))
+        return self
 
     @staticmethod
     def _init_weights(module):
@@ -170,6 +206,25 @@ class Transformer(nn.Module):
         if self.config.tie_weights:
             self.head.weight = self.tok_emb.weight
         return self
+
+    @torch.no_grad()
+    def row_major_layout_(self) -> Transformer:
+        """Every weight matrix stored as nn.Linear creates it, (out, in) row by row, keeping its
+        values and every result. GPU kernels (cuBLAS, Metal) are tuned for this layout, and so are
+        the CPU's bf16 and int8 kernels (helpers.precision)."""
+        for module in self.modules():
+            if isinstance(module, nn.Linear) and module.weight is not self.tok_emb.weight:
+                module.weight = nn.Parameter(module.weight.contiguous())
+        self.tok_emb.weight = nn.Parameter(self.tok_emb.weight.contiguous())
+        if self.config.tie_weights:
+            self.head.weight = self.tok_emb.weight
+        return self
+
+    def set_layout_(self, layout: str) -> Transformer:
+        """layout "decode" (decode_layout_) or "row-major" (row_major_layout_)."""
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+        return self.decode_layout_() if layout == "decode" else self.row_major_layout_()
 
     def num_params(self) -> int:
         """Parameters, counting tied weights once."""
@@ -204,7 +259,7 @@ class Transformer(nn.Module):
             raise ValueError(f"idx must be an int64 (torch.long) tensor of shape (B, T), got {got}")
         if idx.size(1) == 0:
             raise ValueError("idx must hold at least one position (T >= 1)")
-        if idx.numel():  # one reduction, one transfer: the smallest and the largest id
+        if idx.numel() and not _capturing(idx):  # one reduction, one transfer: the smallest and largest id
             low, high = torch.stack(torch.aminmax(idx)).tolist()
             if low < 0 or high >= self.config.vocab_size:
                 raise ValueError(
@@ -228,6 +283,12 @@ class Transformer(nn.Module):
                 f"is longer than max_len = {self.config.max_len}"
             )
         return start
+
+
+def _capturing(idx: torch.Tensor) -> bool:
+    """True while a CUDA graph is being captured: a graph may not copy to the host, so the id check
+    runs in the eager warm-up before the capture instead (helpers.gpu.CudaRuntime.capture)."""
+    return idx.is_cuda and torch.cuda.is_current_stream_capturing()
 
 
 def decode_layout(weight: torch.Tensor) -> torch.Tensor:

@@ -86,21 +86,8 @@ def model_in(model: Transformer, fmt: str) -> Transformer:
     if fmt == "fp32":
         return model
     if fmt == "bf16":
-        return _row_major(copy.deepcopy(model).to(torch.bfloat16))
+        return copy.deepcopy(model).to(torch.bfloat16).row_major_layout_()
     return int8_weight_only(model)
-
-
-@torch.no_grad()
-def _row_major(model: Transformer) -> Transformer:
-    """Every weight matrix stored as nn.Linear creates it, (out, in) row by row: the layout the bf16
-    GEMV kernel streams fastest (see the module docstring)."""
-    for module in model.modules():
-        if isinstance(module, nn.Linear) and module.weight is not model.tok_emb.weight:
-            module.weight = nn.Parameter(module.weight.contiguous())
-    model.tok_emb.weight = nn.Parameter(model.tok_emb.weight.contiguous())
-    if model.config.tie_weights:
-        model.head.weight = model.tok_emb.weight
-    return model
 
 
 def step_cost(config: ModelConfig, fmt: str, context: int) -> StepCost:

@@ -22,11 +22,15 @@ helpers.machine; both are re-exported here, so `from helpers.timing import bench
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 import torch.nn.functional as F
 
+from helpers import gpu
 from helpers.device import as_device
 from helpers.device import as_device as _as_device  # noqa: F401 (the old private name)
+from helpers.fixtures import default_layout
 from helpers.machine import (  # noqa: F401 (re-exported: the machine a measurement runs on)
     CACHE_MULTIPLE,
     CUDA_ARRAY_BYTES,
@@ -38,13 +42,14 @@ from helpers.machine import (  # noqa: F401 (re-exported: the machine a measurem
     memory_bytes,
 )
 from helpers.measurement import UNITS, Measurement, benchmark, rates  # noqa: F401 (re-exported)
-from helpers.model import decode_layout
+from helpers.model import LAYOUTS, decode_layout
 from helpers.validation import check_float_dtype, check_int, check_positive
 
 DEFAULT_GEMV_COLS = 4096  # columns of W in gemv_bandwidth (the input width d)
 DEFAULT_MATMUL_N = {"cpu": 1024, "mps": 4096, "cuda": 8192}  # n for the n x n x n matmul
 DEFAULT_MATMUL_DTYPE = {"cpu": torch.float32, "mps": torch.float16, "cuda": torch.bfloat16}
 KINDS = ("copy", "triad")  # the STREAM kernels stream_bandwidth runs
+MAX_COPIES = 64  # time_linear on CUDA: at most this many copies of W in rotation
 
 
 def _filled(n: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
@@ -113,16 +118,36 @@ def time_linear(
     dtype: torch.dtype = torch.float32,
     warmup: int = 2,
     repeat: int = 10,
+    layout: str | None = None,
 ) -> Measurement:
     """Seconds per y = W x with W (n_rows, n_cols) and x (batch, n_cols), through F.linear,
-    the same call an nn.Linear in the course model makes. batch = 1 is a GEMV. W is stored the way
-    the course's models store their weights for decoding (helpers.model.decode_layout)."""
+    the same call an nn.Linear in the course model makes. batch = 1 is a GEMV.
+
+    layout: how W is stored, "decode" (helpers.model.decode_layout) or "row-major"; None: the
+    device's default (helpers.fixtures.default_layout). On CUDA each call multiplies the next of
+    enough copies of W to fill 4x the L2 cache (rotate_copies), so a W smaller than the L2 is
+    still read from memory, not from the L2 where the previous call left it."""
     n_rows, n_cols, batch = _check_shape(n_rows, n_cols, batch)
     device = as_device(device)
-    check_float_dtype(dtype)
-    W = decode_layout(torch.rand(n_rows, n_cols, device=device, dtype=dtype))  # (n_rows, n_cols)
+    itemsize = check_float_dtype(dtype).itemsize
+    layout = default_layout(device) if layout is None else layout
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be None or one of {LAYOUTS}, got {layout!r}")
+    store = decode_layout if layout == "decode" else torch.Tensor.contiguous
+    copies = rotate_copies(n_rows * n_cols * itemsize, device)
+    Ws = [store(torch.rand(n_rows, n_cols, device=device, dtype=dtype)) for _ in range(copies)]  # (n_rows, n_cols)
     x = torch.rand(batch, n_cols, device=device, dtype=dtype)  # (B, n_cols)
-    return benchmark(lambda: F.linear(x, W), warmup=warmup, repeat=repeat, device=device)  # (B, n_rows)
+    turn = itertools.cycle(Ws)
+    return benchmark(lambda: F.linear(x, next(turn)), warmup=warmup, repeat=repeat, device=device)  # (B, n_rows)
+
+
+def rotate_copies(nbytes: int, device) -> int:
+    """How many copies of an operand of `nbytes` to cycle through so that together they fill
+    CACHE_MULTIPLE x the GPU's L2 (at most MAX_COPIES); 1 on the CPU and MPS."""
+    cuda = gpu.runtime(as_device(device))
+    if cuda is None:
+        return 1
+    return int(min(MAX_COPIES, max(1, -(-CACHE_MULTIPLE * cuda.l2_bytes() // max(1, nbytes)))))
 
 
 def gemv_bandwidth(

@@ -156,7 +156,13 @@ def test_run_bench_json_structure(faked_machine):
         "cpu", decode_config=SMALL, context=8, n_tokens=16, steps=4, settings=FAST, progress=lines.append
     )
     assert len(lines) == 5
-    assert set(result) == {"command", "machine", "settings", "roofs", "decode", "width_sweep", "tiny", "formats"}
+    assert set(result) == {
+        "command", "machine", "settings", "roofs", "decode", "width_sweep", "tiny", "formats",
+        "ops_per_step", "graphs", "matmul_sweep",
+    }  # fmt: skip
+    assert result["graphs"] == [] and result["matmul_sweep"] == []  # GPU stages: not on the CPU
+    assert result["ops_per_step"]["compute"] < result["ops_per_step"]["total"]
+    assert result["decode"]["graph_ms"] is None and result["decode"]["datasheet_device"] is None
     assert [f["format"] for f in result["formats"]] == ["fp32", "bf16", "int8"]
     assert [f["bytes_per_step"] for f in result["formats"]][0] > result["formats"][1]["bytes_per_step"]
     assert json.loads(json.dumps(result)) == result  # plain JSON types only
@@ -289,7 +295,7 @@ def test_json_keys_are_the_documented_ones():
     assert list(as_json(fake_roofs())) == [
         "device", "threads", "array_mib", "copy_gb_s", "copy_iqr_gb_s", "triad_gb_s", "triad_iqr_gb_s",
         "gemv_gb_s", "gemv_iqr_gb_s", "gemv_dtype", "matmul_gflop_s", "matmul_iqr_gflop_s", "matmul_dtype",
-        "ridge_flop_per_byte", "ridge_bandwidth", "ridge_stream_flop_per_byte",
+        "ridge_flop_per_byte", "ridge_bandwidth", "ridge_stream_flop_per_byte", "matmul_n",
     ]  # fmt: skip
     run = tiny_models_n256(roofs=fake_roofs(), n_tokens=8, steps=2, warmup=0, repeat=1)
     d = as_json(run)

@@ -16,12 +16,22 @@ from dataclasses import dataclass
 
 import torch
 
+from helpers import gpu
 from helpers.ar import generate
 from helpers.bench.roofs import Roofs, check_roofs
 from helpers.costs import StepCost, decode_step_cost, forward_pass_cost, mbu, predicted_time
 from helpers.device import as_device
 from helpers.diffusion import sample
-from helpers.fixtures import TINY_TOKENS, model_device_dtype, model_dtype, prefilled_cache, random_model, tiny_config
+from helpers.fixtures import (
+    TINY_TOKENS,
+    layout_of,
+    model_device_dtype,
+    model_dtype,
+    prefilled_cache,
+    random_model,
+    tiny_config,
+)
+from helpers.hardware import Hardware, match_hardware
 from helpers.latency import ar_pass_costs, dllm_pass_costs
 from helpers.measurement import Measurement, benchmark
 from helpers.model import ModelConfig, Transformer, count_passes, gpt2_small_config
@@ -56,48 +66,79 @@ class DecodeStep:
 
     The prediction uses the bandwidth that the model's own matrix-vector products reach
     (model_gemv_bandwidth: every weight matrix times one vector, back to back, nothing else), since
-    a GEMV's bandwidth depends on its shape and layout. The prediction with the machine's single
-    large GEMV (`roofs.gemv`) is kept for comparison as `predicted_generic_s`."""
+    a GEMV's bandwidth depends on its shape and layout; on CUDA, those GEMVs replayed as one CUDA
+    graph, so that the prediction holds the kernels' bandwidth, not the launch rate. The prediction
+    with the machine's single large GEMV (`roofs.gemv`) is kept for comparison.
+
+    On CUDA the step is timed twice: eagerly (`measured`, the call helpers.ar.generate makes, one
+    kernel launch per operation) and replayed as one CUDA graph (`graphed`): the difference is the
+    cost of launching the kernels one by one."""
 
     shape: str  # what was timed, in words
     dtype: str
     batch: int
     context: int  # positions in the KV cache before the step
-    measured: Measurement  # seconds per step
+    measured: Measurement  # seconds per step, eager
     cost: StepCost  # bytes and FLOPs of the step (helpers.costs.decode_step_cost)
-    gemv: Measurement  # GB/s of the model's own GEMVs back to back, measured in the same call
-    predicted_s: float  # helpers.costs.predicted_time(cost, that GEMV bandwidth, matmul peak)
+    gemv: Measurement  # GB/s of the model's own GEMVs back to back, eager, measured in the same call
+    predicted_s: float  # helpers.costs.predicted_time(cost, self.bandwidth, matmul peak)
     predicted_generic_s: float  # the same with roofs.gemv (the machine's single large GEMV)
-    stream_bandwidth: float  # bytes/s, the measured STREAM bandwidth (MBU's denominator)
+    stream_bandwidth: float  # bytes/s, the measured STREAM bandwidth
+    graphed: Measurement | None = None  # seconds per step replayed as one CUDA graph; None off CUDA
+    gemv_graphed: Measurement | None = None  # GB/s of the model's GEMVs replayed as one CUDA graph
+    graph_exact: bool | None = None  # the graph's logits equal the eager step's, bit for bit
+    datasheet: Hardware | None = None  # the GPU's row of data/hardware.csv; None: not listed / a CPU
+    layout: str = "decode"  # how the weights were stored (helpers.model.LAYOUTS)
+    vocab_size: int = 0  # the timed model's vocabulary (padded to a multiple of 64 on a GPU)
 
     @property
     def bandwidth(self) -> float:
-        """Bytes/s the prediction used: the model's own GEMVs."""
-        return self.gemv.si
+        """Bytes/s the prediction used: the model's own GEMVs (replayed as a graph on CUDA)."""
+        return (self.gemv_graphed or self.gemv).si
+
+    @property
+    def fastest(self) -> Measurement:
+        """The step as fast as this stack runs it: the graph replay on CUDA, else the eager step."""
+        return self.graphed or self.measured
 
     @property
     def achieved_bandwidth(self) -> float:
-        """Bytes the step must read / measured time, in bytes/s."""
+        """Bytes the step must read / measured eager time, in bytes/s."""
         return self.cost.total_bytes / self.measured.si
 
     @property
     def error(self) -> float:
-        """(predicted - measured) / measured: -0.1 means the roofline predicts 10 % too fast."""
-        return self.predicted_s / self.measured.si - 1
+        """(predicted - measured) / measured, against the fastest step: -0.1 means the roofline
+        predicts 10 % too fast."""
+        return self.predicted_s / self.fastest.si - 1
 
     @property
     def error_generic(self) -> float:
-        return self.predicted_generic_s / self.measured.si - 1
+        return self.predicted_generic_s / self.fastest.si - 1
 
     @property
     def mbu(self) -> float:
-        """Model bandwidth utilisation against the measured STREAM bandwidth (0..1)."""
+        """Model bandwidth utilisation of the eager step against the measured STREAM bandwidth."""
         return mbu(self.cost, self.measured.si, self.stream_bandwidth)
+
+    def mbu_datasheet(self, graphed: bool = True) -> float | None:
+        """MBU against the datasheet bandwidth of data/hardware.csv, how GPU decoders are compared
+        (gpt-fast: 58 % on an H100): of the graph replay (graphed=True, where there is one) or of
+        the eager step. None where the device has no datasheet row."""
+        if self.datasheet is None:
+            return None
+        seconds = self.fastest.si if graphed else self.measured.si
+        return mbu(self.cost, seconds, self.datasheet.bandwidth)
+
+    @property
+    def launch_overhead_s(self) -> float | None:
+        """Eager step - graph replay: what launching the kernels one at a time costs. None off CUDA."""
+        return None if self.graphed is None else self.measured.si - self.graphed.si
 
     @property
     def vs_gemv(self) -> float:
         """Achieved bandwidth as a fraction of the model's own GEMVs' (what the rest of the step costs)."""
-        return self.achieved_bandwidth / self.bandwidth
+        return self.achieved_bandwidth / self.gemv.si
 
 
 def decode_step(
@@ -112,6 +153,7 @@ def decode_step(
     seed: int = 0,
     shape: str | None = None,
     gemv: Measurement | None = None,
+    graph: bool | None = None,
 ) -> DecodeStep:
     """Time one KV-cached decode step, `model(token, cache=cache, last_only=True)`, the call
     helpers.ar.generate makes for every token after the first, with `context` positions already
@@ -120,12 +162,16 @@ def decode_step(
     model: a causal Transformer (timed as it is, on its device and dtype), a ModelConfig (random
     weights on `device` in model_dtype(device)) or None (GPT-2 small's shape).
     roofs: the measured roofs (measure_machine): matmul peak and STREAM bandwidth.
-    gemv: GB/s to predict with; None measures the model's own GEMVs (model_gemv_bandwidth)."""
+    gemv: GB/s to predict with; None measures the model's own GEMVs (model_gemv_bandwidth).
+    graph: also time the step replayed as one CUDA graph (None: on CUDA, yes). The graph is a
+    measurement tool: helpers.ar.generate stays eager."""
     check_roofs(roofs)
     if gemv is not None and (not isinstance(gemv, Measurement) or gemv.unit != "GB/s"):
         raise ValueError(f"gemv must be None or a Measurement in GB/s (from gemv_bandwidth), got {gemv!r}")
     if shape is not None and not isinstance(shape, str):
         raise ValueError(f"shape must be None or a str naming what is timed, got {shape!r}")
+    if graph is not None and not isinstance(graph, bool):
+        raise ValueError(f"graph must be None, True or False, got {graph!r}")
     if model is None or isinstance(model, ModelConfig):
         config = gpt2_small_config() if model is None else model
         shape = shape or ("GPT-2 small (124M)" if model is None else "custom")
@@ -137,6 +183,11 @@ def decode_step(
     if context + 1 > model.config.max_len:
         raise ValueError(f"context ({context}) + 1 new token must fit in max_len ({model.config.max_len})")
     device, dtype = model_device_dtype(model)
+    cuda = gpu.runtime(device)
+    if graph and cuda is None:
+        raise ValueError(f"graph=True needs a CUDA device; this model is on {device.type}")
+    graph = cuda is not None if graph is None else graph
+    graphed = graph_exact = gemv_graphed = None
     with torch.inference_mode():
         cache, token = prefilled_cache(model, context, batch, seed)
 
@@ -145,9 +196,18 @@ def decode_step(
             return model(token, cache=cache, last_only=True)  # (B, 1, V)
 
         measured = benchmark(step, warmup=warmup, repeat=repeat, device=device)
+        if graph:
+            eager_logits = step().clone()  # (B, 1, V)
+            captured = cuda.capture(step)  # the KV cache is preallocated: its address is static
+            captured.replay()
+            graph_exact = bool(torch.equal(captured.output, eager_logits))
+            graphed = benchmark(captured.replay, warmup=warmup, repeat=repeat, device=device)
     if gemv is None:
-        gemv = model_gemv_bandwidth(model, device=device)
+        gemv = model_gemv_bandwidth(model)
+        if graph:
+            gemv_graphed = model_gemv_bandwidth(model, graph=True)
     cost = decode_step_cost(model.config, batch=batch, context=context, bytes_per_param=dtype.itemsize)
+    bandwidth = (gemv_graphed or gemv).si
     return DecodeStep(
         shape=shape or "custom",
         dtype=str(dtype).removeprefix("torch."),
@@ -156,9 +216,15 @@ def decode_step(
         measured=measured,
         cost=cost,
         gemv=gemv,
-        predicted_s=predicted_time(cost, gemv.si, roofs.peak_flops),
+        predicted_s=predicted_time(cost, bandwidth, roofs.peak_flops),
         predicted_generic_s=predicted_time(cost, roofs.bandwidth, roofs.peak_flops),
         stream_bandwidth=roofs.stream_bandwidth,
+        graphed=graphed,
+        gemv_graphed=gemv_graphed,
+        graph_exact=graph_exact,
+        datasheet=None if cuda is None else match_hardware(cuda.name()),
+        layout=layout_of(model),
+        vocab_size=model.config.vocab_size,
     )
 
 
@@ -176,16 +242,28 @@ def model_gemvs(model: Transformer):
     return run
 
 
-def model_gemv_bandwidth(model: Transformer, *, device=None, warmup: int = 2, repeat: int = 10) -> Measurement:
+def model_gemv_bandwidth(
+    model: Transformer, *, device=None, warmup: int = 2, repeat: int = 10, graph: bool = False
+) -> Measurement:
     """GB/s reached by the model's own matrix-vector products: every nn.Linear of the model (the
     output head included) applied to one input vector, back to back in the order of a decode
     step, with nothing else in between. Weight bytes / time. This is the bandwidth a decode
     step's weight reads can reach here; the full step loses against it only what is not a weight
-    matmul (attention, norms, Python). device: unused (the model's own device is timed)."""
+    matmul (attention, norms, Python). device: unused (the model's own device is timed).
+    graph=True (CUDA only): the GEMVs replayed as one CUDA graph, so that launching 49 kernels one
+    by one does not count: the bandwidth of the kernels themselves."""
     device, dtype = model_device_dtype(_check_transformer(model))
+    if not isinstance(graph, bool):
+        raise ValueError(f"graph must be True or False, got {graph!r}")
+    cuda = gpu.runtime(device)
+    if graph and cuda is None:
+        raise ValueError(f"graph=True needs a CUDA device; this model is on {device.type}")
     nbytes = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear)) * dtype.itemsize
     with torch.inference_mode():
-        seconds = benchmark(model_gemvs(model), warmup=warmup, repeat=repeat, device=device)
+        run = model_gemvs(model)
+        if graph:
+            run = cuda.capture(run).replay
+        seconds = benchmark(run, warmup=warmup, repeat=repeat, device=device)
     return Measurement.from_samples([nbytes / t / 1e9 for t in seconds.samples], "GB/s")
 
 

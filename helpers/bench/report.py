@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from helpers.bench.graphs import ShapeRun, eager_and_graph, matmul_sweep, time_shape
 from helpers.bench.passes import (
     DECODE_CONTEXT,
     TINY_STEPS,
@@ -22,7 +23,6 @@ from helpers.bench.passes import (
     DecodeStep,
     TinyRun,
     WidthPoint,
-    decode_step,
     tiny_models_n256,
     width_sweep,
 )
@@ -30,9 +30,12 @@ from helpers.bench.roofs import FULL, QUICK, BenchSettings, Roofs, measure_machi
 from helpers.device import as_device, pick_device
 from helpers.fixtures import TINY_TOKENS, bidirectional_twin, random_model
 from helpers.machine import machine_summary
-from helpers.model import ModelConfig, gpt2_small_config
+from helpers.measurement import Measurement
+from helpers.model import ModelConfig, gpt2_small_config, pad_vocab
 from helpers.precision import FormatStep, time_formats
 from helpers.validation import check_int
+
+GPU_SHAPES_BESIDE = ("tiny (0.8M)", "wide (1.8B)")  # stage 6's shapes besides stage 2's GPT-2 small
 
 # ----------------------------------------------------------------------------- the JSON sections
 
@@ -59,6 +62,7 @@ class RoofsJSON:
     ridge_flop_per_byte: float
     ridge_bandwidth: str  # which bandwidth the ridge uses: "gemv"
     ridge_stream_flop_per_byte: float
+    matmul_n: int
 
     @classmethod
     def of(cls, r: Roofs) -> RoofsJSON:
@@ -67,8 +71,16 @@ class RoofsJSON:
             round(r.copy.value, 2), round(r.copy.spread, 2), round(r.triad.value, 2), round(r.triad.spread, 2),
             round(r.gemv.value, 2), round(r.gemv.spread, 2), r.gemv_dtype,
             round(r.matmul.value, 1), round(r.matmul.spread, 1), r.matmul_dtype,
-            round(r.ridge, 2), "gemv", round(r.ridge_stream, 2),
+            round(r.ridge, 2), "gemv", round(r.ridge_stream, 2), r.matmul_n,
         )  # fmt: skip
+
+
+def _opt_ms(m: Measurement | None, digits: int = 4) -> float | None:
+    return None if m is None else _ms(m.value, digits)
+
+
+def _opt_round(x: float | None, digits: int) -> float | None:
+    return None if x is None else round(x, digits)
 
 
 @dataclass(frozen=True)
@@ -77,28 +89,61 @@ class DecodeJSON:
     dtype: str
     batch: int
     context: int
-    measured_ms: float
+    vocab_size: int
+    layout: str  # how the weights were stored (helpers.model.LAYOUTS)
+    measured_ms: float  # eager: the call helpers.ar.generate makes
     measured_iqr_ms: float
-    gemv_model_gb_s: float
+    graph_ms: float | None  # replayed as one CUDA graph; None off CUDA
+    graph_iqr_ms: float | None
+    graph_exact: bool | None  # the graph's logits equal the eager step's, bit for bit
+    launch_overhead_ms: float | None  # eager - graph
+    gemv_model_gb_s: float  # the model's own GEMVs, eager
+    gemv_model_graph_gb_s: float | None  # the same, replayed as one CUDA graph (what predictions use)
     predicted_ms: float
-    error_pct: float
+    error_pct: float  # prediction vs the fastest step (graph on CUDA)
     predicted_generic_ms: float
     error_generic_pct: float
     bytes_per_step: int
     flops_per_step: int
-    achieved_gb_s: float
-    mbu_vs_stream: float
+    achieved_gb_s: float  # eager
+    mbu_vs_stream: float  # eager step, against measured STREAM
+    datasheet_device: str | None  # row of data/hardware.csv matched to the GPU's name
+    datasheet_gb_s: float | None
+    mbu_vs_datasheet_eager: float | None
+    mbu_vs_datasheet_graph: float | None
     vs_gemv: float
 
     @classmethod
     def of(cls, d: DecodeStep) -> DecodeJSON:
+        sheet = d.datasheet
         return cls(
-            d.shape, d.dtype, d.batch, d.context,
-            _ms(d.measured.value, 3), _ms(d.measured.spread, 3), round(d.gemv.value, 2),
-            _ms(d.predicted_s, 3), round(100 * d.error, 1), _ms(d.predicted_generic_s, 3),
+            d.shape, d.dtype, d.batch, d.context, d.vocab_size, d.layout,
+            _ms(d.measured.value, 4), _ms(d.measured.spread, 4),
+            _opt_ms(d.graphed), None if d.graphed is None else _ms(d.graphed.spread, 4), d.graph_exact,
+            None if d.launch_overhead_s is None else _ms(d.launch_overhead_s, 4),
+            round(d.gemv.value, 2), None if d.gemv_graphed is None else round(d.gemv_graphed.value, 2),
+            _ms(d.predicted_s, 4), round(100 * d.error, 1), _ms(d.predicted_generic_s, 4),
             round(100 * d.error_generic, 1), int(d.cost.total_bytes), int(d.cost.flops),
-            round(d.achieved_bandwidth / 1e9, 2), round(d.mbu, 3), round(d.vs_gemv, 3),
+            round(d.achieved_bandwidth / 1e9, 2), round(d.mbu, 3),
+            None if sheet is None else sheet.device, None if sheet is None else sheet.bandwidth_gb_s,
+            _opt_round(d.mbu_datasheet(graphed=False), 3),
+            _opt_round(d.mbu_datasheet() if d.graphed is not None else None, 3),
+            round(d.vs_gemv, 3),
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ShapeJSON:
+    decode: DecodeJSON
+    params: int
+    layout_gemv_gb_s: dict  # {layout: GB/s of the model's GEMVs}: the measurement behind decode.layout
+    ops_per_step: int  # aten operations one step dispatches
+    compute_ops_per_step: int  # of those, not views: each launches at least one GPU kernel
+
+    @classmethod
+    def of(cls, run: ShapeRun) -> ShapeJSON:
+        gemv = {name: round(m.value, 2) for name, m in run.layout.gemv.items()}
+        return cls(DecodeJSON.of(run.step), run.params, gemv, run.ops.total, run.ops.compute)
 
 
 @dataclass(frozen=True)
@@ -176,11 +221,11 @@ class FormatJSON:
 
 
 def as_json(result) -> dict:
-    """A measurement of this package (Roofs, DecodeStep, WidthPoint, DecoderRun, TinyRun or
-    helpers.precision.FormatStep) as the dict helpers.bench's JSON holds for it."""
+    """A measurement of this package (Roofs, DecodeStep, WidthPoint, DecoderRun, TinyRun, ShapeRun
+    or helpers.precision.FormatStep) as the dict helpers.bench's JSON holds for it."""
     for kind, row in (
         (Roofs, RoofsJSON), (DecodeStep, DecodeJSON), (WidthPoint, WidthJSON),
-        (DecoderRun, DecoderJSON), (TinyRun, TinyJSON), (FormatStep, FormatJSON),
+        (DecoderRun, DecoderJSON), (TinyRun, TinyJSON), (FormatStep, FormatJSON), (ShapeRun, ShapeJSON),
     ):  # fmt: skip
         if isinstance(result, kind):
             return asdict(row.of(result))
@@ -208,10 +253,13 @@ def run_bench(
 ) -> dict:
     """Every stage, as one JSON-ready dict. `progress`: an optional callable that receives
     a line of text before each stage (the command line prints them to stderr).
-    decode_config: the shape timed in stages 2 and 3 (default GPT-2 small)."""
+    decode_config: the shape timed in stages 2 and 3 (default GPT-2 small; its vocabulary padded
+    to a multiple of 64 on a GPU).
+
+    On a GPU (CUDA or MPS) the weight layout is chosen by measurement, and stage 6 adds the tiny
+    and the 1.8B wide shapes beside GPT-2 small (eager and, on CUDA, as a CUDA graph) and a matmul
+    sweep. On MPS stage 4 is left out: the diffusion sampler works in float64, which MPS lacks."""
     device = as_device(device)
-    if device.type == "mps":
-        raise ValueError("run_bench measures 'cpu' or 'cuda': the diffusion sampler works in float64, which MPS lacks")
     if not isinstance(quick, bool):
         raise ValueError(f"quick must be True or False, got {quick!r}")
     if settings is not None and not isinstance(settings, BenchSettings):
@@ -231,27 +279,38 @@ def run_bench(
         raise ValueError("decode_config must be causal: stage 2 times an AR decode step")
     if context + 1 > config.max_len:
         raise ValueError(f"context ({context}) + 1 must fit in the decode model's max_len ({config.max_len})")
+    gpu = device.type != "cpu"
+    if gpu and decode_config is None:
+        config = pad_vocab(config)  # aligned rows for the GPU's kernels (helpers.model.pad_vocab)
     shape = "GPT-2 small (124M)" if decode_config is None else "custom"
 
     _log(progress, "measuring the roofs: STREAM copy and triad, GEMV, matmul ...")
     roofs = measure_machine(device, settings=settings)
     _log(progress, f"timing a decode step ({shape}, {context} cached positions) ...")
     model = random_model(config, device)
-    step = decode_step(
-        model, roofs=roofs, context=context, warmup=settings.warmup + 1, repeat=settings.decode_repeat, shape=shape
-    )
+    main_run = time_shape(model, shape, context, roofs=roofs, repeat=settings.decode_repeat)
+    step = main_run.step
     _log(progress, "timing diffusion passes over W positions ...")
     twin = bidirectional_twin(model)
     del model
     widths = [w for w in settings.widths if w <= config.max_len]
     sweep = width_sweep(twin, widths, roofs=roofs, step=step, warmup=1, repeat=settings.width_repeat)
     del twin
-    _log(progress, f"generating N = {n_tokens} tokens with the tiny models (AR, dLLM K = {steps}) ...")
-    tiny = tiny_models_n256(roofs=roofs, n_tokens=n_tokens, steps=steps, device=device, repeat=settings.tiny_repeat)
-    formats = []
-    if device.type == "cpu":  # the weight formats are timed on the CPU, where the course's models run in fp32
+    tiny = None
+    if device.type != "mps":
+        _log(progress, f"generating N = {n_tokens} tokens with the tiny models (AR, dLLM K = {steps}) ...")
+        tiny = tiny_models_n256(roofs=roofs, n_tokens=n_tokens, steps=steps, device=device, repeat=settings.tiny_repeat)
+    formats, shapes, matmuls = [], [], []
+    if not gpu:  # the weight formats are timed on the CPU, where the course's models run in fp32
         _log(progress, f"timing the decode step ({shape}) with weights in fp32, bf16 and int8 ...")
         formats = time_formats(random_model(config), context=context, rounds=settings.format_rounds)
+    else:
+        _log(progress, "three shapes, eager and as a CUDA graph; the matmul roof by size ...")
+        others = eager_and_graph(
+            device, GPU_SHAPES_BESIDE, roofs=roofs, repeat=settings.decode_repeat, progress=progress
+        )
+        shapes = [others[0], main_run, *others[1:]] if decode_config is None else [main_run, *others]
+        matmuls = matmul_sweep(device, repeat=settings.repeat)
     command = "python -m helpers.bench" + (" --quick" if quick else "") + f" --device {device.type}"
     return {
         "command": command + " --json",
@@ -260,8 +319,11 @@ def run_bench(
         "roofs": as_json(roofs),
         "decode": as_json(step),
         "width_sweep": [as_json(p) for p in sweep],
-        "tiny": as_json(tiny),
+        "tiny": None if tiny is None else as_json(tiny),
         "formats": [as_json(f) for f in formats],
+        "ops_per_step": {"shape": shape, "total": main_run.ops.total, "compute": main_run.ops.compute},
+        "graphs": [as_json(r) for r in shapes],
+        "matmul_sweep": [{"n": n, "gflop_s": round(m.value, 1), "iqr_gflop_s": round(m.spread, 1)} for n, m in matmuls],
     }
 
 
@@ -270,7 +332,7 @@ def run_bench(
 
 def format_report(result: dict) -> str:
     """The dict from run_bench as a readable table."""
-    m, r, d, t = result["machine"], result["roofs"], result["decode"], result["tiny"]
+    m, r, d = result["machine"], result["roofs"], result["decode"]
     lines = [
         f"helpers.bench on {m['device']}: {m['cpu']}, torch {m['torch']}"
         + (" (quick)" if result["settings"]["quick"] else ""),
@@ -280,19 +342,11 @@ def format_report(result: dict) -> str:
         f"  STREAM triad     {r['triad_gb_s']:9.2f} GB/s     (IQR {r['triad_iqr_gb_s']})",
         f"  GEMV y = W x     {r['gemv_gb_s']:9.2f} GB/s     (IQR {r['gemv_iqr_gb_s']}; {r['gemv_dtype']}, batch 1, "
         "4096 columns)",
-        f"  matmul peak      {r['matmul_gflop_s']:9.1f} GFLOP/s  (IQR {r['matmul_iqr_gflop_s']}; {r['matmul_dtype']})",
+        f"  matmul peak      {r['matmul_gflop_s']:9.1f} GFLOP/s  (IQR {r['matmul_iqr_gflop_s']}; {r['matmul_dtype']}, "
+        f"n = {r['matmul_n']})",
         f"  ridge point      {r['ridge_flop_per_byte']:9.2f} FLOP/B   = matmul peak / GEMV bandwidth "
         f"({r['ridge_stream_flop_per_byte']} with the STREAM bandwidth)",
-        f"Decode step: {d['shape']}, random weights, {d['dtype']}, batch {d['batch']}, "
-        f"{d['context']} positions in the KV cache",
-        f"  measured         {d['measured_ms']:9.3f} ms/token (IQR {d['measured_iqr_ms']})",
-        f"  model's GEMVs    {d['gemv_model_gb_s']:9.2f} GB/s     (its weight matrices times one vector, back to back)",
-        f"  predicted        {d['predicted_ms']:9.3f} ms/token (roofline with that GEMV bandwidth; "
-        f"error {d['error_pct']:+.1f} %)",
-        f"  predicted        {d['predicted_generic_ms']:9.3f} ms/token (with the single large GEMV above; "
-        f"error {d['error_generic_pct']:+.1f} %)",
-        f"  bytes per step   {d['bytes_per_step'] / 1e6:9.1f} MB -> {d['achieved_gb_s']} GB/s achieved = "
-        f"{100 * d['vs_gemv']:.0f} % of the model's GEMVs; MBU {100 * d['mbu_vs_stream']:.0f} % of STREAM",
+        *_decode_lines(d, result.get("ops_per_step")),
         "One diffusion pass over W positions (bidirectional, same weights) in AR decode steps:",
         "      W   pass ms   measured ratio   roofline ratio   FLOP/B",
     ]
@@ -301,7 +355,49 @@ def format_report(result: dict) -> str:
             f"  {p['width']:5d} {p['measured_ms']:9.2f} {p['ratio']:16.2f} {p['predicted_ratio']:17.2f} "
             f"{p['intensity']:8.2f}"
         )
+    lines += _tiny_lines(result.get("tiny"))
+    lines += _format_lines(result.get("formats"), d["shape"])
+    lines += _graph_lines(result.get("graphs"), result.get("matmul_sweep"))
+    return "\n".join(lines)
+
+
+def _decode_lines(d: dict, ops: dict | None) -> list[str]:
+    lines = [
+        f"Decode step: {d['shape']}, random weights, {d['dtype']}, vocabulary {d['vocab_size']}, {d['layout']} "
+        f"layout, batch {d['batch']}, {d['context']} positions in the KV cache",
+        f"  measured         {d['measured_ms']:9.3f} ms/token (IQR {d['measured_iqr_ms']}; eager)",
+    ]
+    if d["graph_ms"] is not None:
+        lines.append(
+            f"  as a CUDA graph  {d['graph_ms']:9.3f} ms/token (IQR {d['graph_iqr_ms']}; launch overhead "
+            f"{d['launch_overhead_ms']} ms; logits identical to eager: {d['graph_exact']})"
+        )
+    if ops:
+        lines.append(f"  operations       {ops['total']:9d} per step, {ops['compute']} of them compute (not views)")
     lines += [
+        f"  model's GEMVs    {d['gemv_model_gb_s']:9.2f} GB/s     (its weight matrices times one vector, back to back)",
+        f"  predicted        {d['predicted_ms']:9.3f} ms/token (roofline with the model's GEMV bandwidth"
+        + (f", {d['gemv_model_graph_gb_s']} GB/s as a graph" if d["gemv_model_graph_gb_s"] is not None else "")
+        + f"; error {d['error_pct']:+.1f} %)",
+        f"  predicted        {d['predicted_generic_ms']:9.3f} ms/token (with the single large GEMV above; "
+        f"error {d['error_generic_pct']:+.1f} %)",
+        f"  bytes per step   {d['bytes_per_step'] / 1e6:9.1f} MB -> {d['achieved_gb_s']} GB/s achieved = "
+        f"{100 * d['vs_gemv']:.0f} % of the model's GEMVs; MBU {100 * d['mbu_vs_stream']:.0f} % of STREAM",
+    ]
+    if d["datasheet_device"] is not None:
+        graph = d["mbu_vs_datasheet_graph"]
+        lines.append(
+            f"  MBU vs datasheet {100 * d['mbu_vs_datasheet_eager']:8.1f} % eager"
+            + (f", {100 * graph:.1f} % as a graph" if graph is not None else "")
+            + f" (of {d['datasheet_gb_s']:g} GB/s, {d['datasheet_device']} in data/hardware.csv)"
+        )
+    return lines
+
+
+def _tiny_lines(t: dict | None) -> list[str]:
+    if t is None:
+        return ["Tiny models end to end: not run on MPS (the diffusion sampler works in float64)"]
+    lines = [
         f"Tiny model, N = {t['n_tokens']} new tokens, greedy, batch 1 ({t['params']:,} parameters)",
         f"  note: {t['note']}",
         "  decoder          passes   measured ms   ms/pass   roofline ms",
@@ -312,19 +408,45 @@ def format_report(result: dict) -> str:
             f"{run['predicted_ms']:13.3f}"
         )
     lines.append(f"  dLLM is {t['dllm_speedup']:.2f}x faster than AR here (< 1: slower)")
-    if result.get("formats"):
-        lines += [f"One decode step ({d['shape']}) with its weights in three formats, timed in turn:"]
-        lines += ["  format   measured ms   bytes/step   time vs fp32   bytes vs fp32"]
-        base = result["formats"][0]
-        for f in result["formats"]:
-            if f["measured_ms"] is None:
-                lines.append(f"  {f['format']:6s}   not timed: {f['note']}")
-                continue
+    return lines
+
+
+def _format_lines(formats: list | None, shape: str) -> list[str]:
+    if not formats:
+        return []
+    lines = [f"One decode step ({shape}) with its weights in three formats, timed in turn:"]
+    lines += ["  format   measured ms   bytes/step   time vs fp32   bytes vs fp32"]
+    base = formats[0]
+    for f in formats:
+        if f["measured_ms"] is None:
+            lines.append(f"  {f['format']:6s}   not timed: {f['note']}")
+            continue
+        lines.append(
+            f"  {f['format']:6s} {f['measured_ms']:13.2f} {f['bytes_per_step'] / 1e6:10.1f} MB "
+            f"{f['measured_ms'] / base['measured_ms']:14.2f} {f['bytes_per_step'] / base['bytes_per_step']:15.2f}"
+        )
+    return lines
+
+
+def _graph_lines(graphs: list | None, matmuls: list | None) -> list[str]:
+    lines = []
+    if graphs:
+        lines += [
+            "Decode step by shape: eager against one CUDA graph (launch overhead = the difference)",
+            "  shape                params   ops  eager ms  graph ms  roofline ms  MBU eager  MBU graph (datasheet)",
+        ]
+        for g in graphs:
+            d = g["decode"]
+            mbu = [d["mbu_vs_datasheet_eager"], d["mbu_vs_datasheet_graph"]]
+            mbu_text = "  ".join("      -  " if x is None else f"{100 * x:8.1f}%" for x in mbu)
+            graph_ms = "-" if d["graph_ms"] is None else f"{d['graph_ms']:.4f}"
             lines.append(
-                f"  {f['format']:6s} {f['measured_ms']:13.2f} {f['bytes_per_step'] / 1e6:10.1f} MB "
-                f"{f['measured_ms'] / base['measured_ms']:14.2f} {f['bytes_per_step'] / base['bytes_per_step']:15.2f}"
+                f"  {d['shape']:18s} {g['params'] / 1e6:8.1f}M {g['compute_ops_per_step']:5d} {d['measured_ms']:9.4f} "
+                f"{graph_ms:>9s} {d['predicted_ms']:12.4f}  {mbu_text}"
             )
-    return "\n".join(lines)
+    if matmuls:
+        lines.append("Matmul roof by size: " + ", ".join(f"n = {m['n']}: {m['gflop_s']:.0f} GFLOP/s" for m in matmuls))
+    return lines
 
 
 def main(argv=None) -> None:
@@ -334,7 +456,9 @@ def main(argv=None) -> None:
         description=importlib.import_module("helpers.bench").__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default: CUDA if present, else CPU")
+    parser.add_argument(
+        "--device", choices=["cpu", "cuda", "mps"], default=None, help="default: CUDA if present, else CPU"
+    )
     parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller arrays (>= 4x the LLC)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--steps", type=int, default=TINY_STEPS, help="K, diffusion passes for N = 256 (1..256)")

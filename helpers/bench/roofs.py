@@ -13,9 +13,16 @@ import torch
 
 from helpers.device import as_device
 from helpers.fixtures import model_dtype
-from helpers.machine import default_array_bytes, machine_summary, memory_bytes
+from helpers.machine import MEMORY_FRACTION, default_array_bytes, device_memory_bytes, machine_summary
 from helpers.measurement import Measurement
-from helpers.timing import DEFAULT_GEMV_COLS, DEFAULT_MATMUL_DTYPE, gemv_bandwidth, matmul_flops, stream_bandwidth
+from helpers.timing import (
+    DEFAULT_GEMV_COLS,
+    DEFAULT_MATMUL_DTYPE,
+    DEFAULT_MATMUL_N,
+    gemv_bandwidth,
+    matmul_flops,
+    stream_bandwidth,
+)
 from helpers.validation import check_int
 
 CPU_MATMUL_N = 2048  # the CPU's compute roof from a 2048^3 matmul: steadier than helpers.timing's 1024
@@ -73,6 +80,7 @@ class Roofs:
     matmul: Measurement  # n x n matmul in matmul_dtype, GFLOP/s: the compute roof
     gemv_dtype: str
     matmul_dtype: str
+    matmul_n: int = 0  # n of the n x n x n matmul
 
     @property
     def bandwidth(self) -> float:
@@ -114,16 +122,16 @@ def measure_machine(device=None, *, settings: BenchSettings = FULL) -> Roofs:
     if not isinstance(settings, BenchSettings):
         raise ValueError(f"settings must be a BenchSettings (FULL, QUICK or your own), got {settings!r}")
     nbytes = settings.array_scale * default_array_bytes(device)
-    memory = memory_bytes()
-    if device.type == "cpu" and memory:  # never more than 1/16 of the memory per array
-        nbytes = min(nbytes, memory // 16)
+    memory = device_memory_bytes(device)
+    if memory:  # never more than 1/16 of the device's memory per array, on every device
+        nbytes = min(nbytes, memory // MEMORY_FRACTION)
     dtype = model_dtype(device)
     runs = dict(device=device, warmup=settings.warmup, repeat=settings.repeat)
     copy = stream_bandwidth("copy", nbytes=nbytes, **runs)
     triad = stream_bandwidth("triad", nbytes=nbytes, **runs)
     n_rows = max(1, nbytes // (DEFAULT_GEMV_COLS * dtype.itemsize))  # W as large as one STREAM array
     gemv = gemv_bandwidth(n_rows, DEFAULT_GEMV_COLS, dtype=dtype, **runs)
-    matmul_n = settings.matmul_n or (CPU_MATMUL_N if device.type == "cpu" else None)
+    matmul_n = settings.matmul_n or (CPU_MATMUL_N if device.type == "cpu" else DEFAULT_MATMUL_N[device.type])
     matmul = matmul_flops(matmul_n, **runs)
     matmul_dtype = DEFAULT_MATMUL_DTYPE[device.type]
     return Roofs(
@@ -136,4 +144,5 @@ def measure_machine(device=None, *, settings: BenchSettings = FULL) -> Roofs:
         matmul=matmul,
         gemv_dtype=str(dtype).removeprefix("torch."),
         matmul_dtype=str(matmul_dtype).removeprefix("torch."),
+        matmul_n=matmul_n,
     )
