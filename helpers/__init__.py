@@ -8,7 +8,8 @@ ar           autoregressive decoding: naive and KV-cached loops, sampling contro
 diffusion    masked diffusion: the ELBO loss and the samplers (LLaDA, Fast-dLLM, MDLM, ReMDM)
 train        one training loop for both kinds; `python -m helpers.train ar|mdlm`; train_config
 checkpoints  the shipped checkpoints in data/, checked against their sha256
-measurement  honest timing (warm-up, medians, IQR); machine: caches and memory of this machine
+measurement  honest timing (warm-up, medians, IQR); machine: caches and memory of this machine;
+             gpu: CUDA events, graphs and the L2 flush, timing as Triton's do_bench
 timing       this machine's bandwidth (STREAM, GEMV) and FLOP/s
 roofline     the roofline model and its plot
 costs        what a forward pass reads and computes; ceiling and typical efficiency; memory;

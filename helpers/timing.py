@@ -14,7 +14,10 @@ the course's other sources in the References section of notebook 04):
 - each array is at least 4x the last-level cache, so the data really comes from memory
   (helpers.machine.default_array_bytes);
 - bytes are counted as the kernel's reads plus writes (copy 2x, triad 3x the array size);
-- work runs with torch's current thread count (`torch.get_num_threads()`).
+- work runs with torch's current thread count (`torch.get_num_threads()`);
+- on CUDA, `benchmark` clears the GPU's L2 before every sample and times many calls between two
+  CUDA events (helpers.gpu.do_bench), and `time_linear` cycles through copies of W that together
+  fill 4x the L2, so that no call finds its matrix in L2.
 
 The timing loop and `Measurement` live in helpers.measurement, cache and memory sizes in
 helpers.machine; both are re-exported here, so `from helpers.timing import benchmark` works.

@@ -3,7 +3,7 @@
     python -m helpers.bench                 # a few minutes; a readable table
     python -m helpers.bench --quick         # under a minute on a 2-core laptop
     python -m helpers.bench --json > data/bench_<name>.json   # a reference result notebook 04 shows
-    python -m helpers.bench --device cuda   # a GPU, in bf16
+    python -m helpers.bench --device cuda   # a GPU, in bf16 (--device mps: Apple's GPU, in fp16)
 
 What it measures, in this order (each step is one function, and notebook 04 calls the same
 functions, so the notebook and the command line cannot disagree):
@@ -26,11 +26,31 @@ functions, so the notebook and the command line cannot disagree):
    counted by helpers.model.count_passes as the code runs them.
 5. `helpers.precision.time_formats` (CPU): the decode step of stage 2 with its weights in fp32,
    bf16 and weight-only int8, timed in turn: do fewer bytes per weight make the step faster?
+6. On a GPU (helpers.bench.graphs): the weight layout chosen by measuring both, and the decode step
+   of three shapes (tiny, GPT-2 small, a 1.8B wide shape built on the device) timed eagerly and
+   replayed as one CUDA graph: the difference is the cost of launching kernels one at a time;
+   MBU against the datasheet bandwidth of data/hardware.csv; the matmul rate for n = 1024 ... 16384.
+   On MPS stage 4 is left out (the diffusion sampler works in float64, which MPS lacks).
+
+On CUDA every time comes from helpers.gpu.do_bench (Triton's method: warm-up by time, many calls
+per pair of CUDA events, the L2 cleared before each sample).
 
 The models timed (random weights: only shape, dtype and layout matter) come from helpers.fixtures;
 the JSON, the table and the command line are in helpers.bench.report.
 """
 
+from helpers.bench.graphs import (
+    LayoutChoice,
+    OpCount,
+    ShapeRun,
+    choose_layout,
+    count_ops,
+    count_step_ops,
+    eager_and_graph,
+    gpu_shapes,
+    matmul_sweep,
+    time_shape,
+)
 from helpers.bench.passes import (
     DECODE_CONTEXT,
     TINY_NOTE,
@@ -59,7 +79,9 @@ from helpers.fixtures import (
 
 __all__ = [
     "CPU_MATMUL_N", "DECODE_CONTEXT", "FULL", "MODEL_DTYPES", "QUICK", "TINY_NOTE", "TINY_STEPS", "TINY_TOKENS",
-    "BenchSettings", "DecodeStep", "DecoderRun", "Roofs", "TinyRun", "WidthPoint",
+    "BenchSettings", "DecodeStep", "DecoderRun", "LayoutChoice", "OpCount", "Roofs", "ShapeRun", "TinyRun",
+    "WidthPoint",
+    "choose_layout", "count_ops", "count_step_ops", "eager_and_graph", "gpu_shapes", "matmul_sweep", "time_shape",
     "as_json", "bidirectional_twin", "decode_step", "format_report", "main", "measure_machine", "model_dtype",
     "model_gemv_bandwidth", "model_gemvs", "prefilled_cache", "random_model", "run_bench", "tiny_config",
     "tiny_models_n256", "width_sweep",
