@@ -8,6 +8,7 @@ stops using the datasheet."""
 
 from __future__ import annotations
 
+import json
 import time
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -19,7 +20,7 @@ from helpers import gpu, machine, measurement
 from helpers import model as model_module
 from helpers.bench import graphs as bench_graphs
 from helpers.bench.passes import decode_step, model_gemv_bandwidth
-from helpers.bench.report import _decode_lines, _graph_lines, as_json
+from helpers.bench.report import _decode_lines, _graph_lines, as_json, reference_summary
 from helpers.bench.roofs import Roofs
 from helpers.fixtures import build_on_device, layout_of, random_model, tiny_config
 from helpers.hardware import get_hardware, match_hardware
@@ -478,4 +479,22 @@ def test_graph_report_lines(fake, tiny_model):
     d = as_json(run)
     assert d["compute_ops_per_step"] == run.ops.compute and set(d["layout_gemv_gb_s"]) == {"decode", "row-major"}
     text = "\n".join(_graph_lines([d], [{"n": 1024, "gflop_s": 1.0, "iqr_gflop_s": 0.0}]))
-    assert "eager against one CUDA graph" in text and "n = 1024" in text and "tiny" in text
+    assert "against one CUDA graph" in text and "n = 1024" in text and "tiny" in text
+
+
+def test_reference_summary_names_roofline_eager_graph_and_mbu(fake, tiny_model):
+    run = bench_graphs.time_shape(tiny_model, "tiny", 8, roofs=roofs(), repeat=2)
+    result = {
+        "command": "python -m helpers.bench --device cuda --json",
+        "machine": {"device": "cuda (NVIDIA H200)", "torch": "2.13.0", **fake.summary()},
+        "roofs": as_json(roofs()),
+        "decode": as_json(run.step),
+        "graphs": [as_json(run)],
+        "matmul_sweep": [],
+    }
+    text = reference_summary(json.loads(json.dumps(result)))
+    for needle in ("NVIDIA H200", "driver 570.1", "TF32 matmuls False", "datasheet", "roofline", "eager", "graph"):
+        assert needle in text
+    sheet_ms = run.step.cost.total_bytes / 4800e9 * 1e3
+    assert f"{sheet_ms:.4f}" in text  # bytes / the H200's datasheet bandwidth
+    assert f"{100 * run.step.mbu_datasheet():4.0f}%" in text

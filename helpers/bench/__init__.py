@@ -65,7 +65,7 @@ from helpers.bench.passes import (
     tiny_models_n256,
     width_sweep,
 )
-from helpers.bench.report import as_json, format_report, main, run_bench
+from helpers.bench.report import as_json, format_report, main, reference_summary, run_bench
 from helpers.bench.roofs import CPU_MATMUL_N, FULL, QUICK, BenchSettings, Roofs, measure_machine
 from helpers.fixtures import (
     MODEL_DTYPES,
@@ -82,7 +82,8 @@ __all__ = [
     "BenchSettings", "DecodeStep", "DecoderRun", "LayoutChoice", "OpCount", "Roofs", "ShapeRun", "TinyRun",
     "WidthPoint",
     "choose_layout", "count_ops", "count_step_ops", "eager_and_graph", "gpu_shapes", "matmul_sweep", "time_shape",
-    "as_json", "bidirectional_twin", "decode_step", "format_report", "main", "measure_machine", "model_dtype",
+    "as_json", "reference_summary", "bidirectional_twin", "decode_step", "format_report", "main", "measure_machine",
+    "model_dtype",
     "model_gemv_bandwidth", "model_gemvs", "prefilled_cache", "random_model", "run_bench", "tiny_config",
     "tiny_models_n256", "width_sweep",
 ]  # fmt: skip

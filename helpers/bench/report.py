@@ -432,21 +432,43 @@ def _graph_lines(graphs: list | None, matmuls: list | None) -> list[str]:
     lines = []
     if graphs:
         lines += [
-            "Decode step by shape: eager against one CUDA graph (launch overhead = the difference)",
-            "  shape                params   ops  eager ms  graph ms  roofline ms  MBU eager  MBU graph (datasheet)",
+            "Decode step by shape, batch 1: eager (a launch per operation) against one CUDA graph",
+            "  shape               params  compute  datasheet  roofline     eager     graph   MBU of datasheet",
+            "                               ops      ms (100%)  ms (GEMV)    ms        ms      eager   graph",
         ]
         for g in graphs:
             d = g["decode"]
-            mbu = [d["mbu_vs_datasheet_eager"], d["mbu_vs_datasheet_graph"]]
-            mbu_text = "  ".join("      -  " if x is None else f"{100 * x:8.1f}%" for x in mbu)
+            sheet = "-" if d["datasheet_gb_s"] is None else f"{d['bytes_per_step'] / d['datasheet_gb_s'] / 1e6:.4f}"
             graph_ms = "-" if d["graph_ms"] is None else f"{d['graph_ms']:.4f}"
+            mbu = "  ".join("    -" if x is None else f"{100 * x:4.0f}%" for x in (
+                d["mbu_vs_datasheet_eager"], d["mbu_vs_datasheet_graph"]))  # fmt: skip
             lines.append(
-                f"  {d['shape']:18s} {g['params'] / 1e6:8.1f}M {g['compute_ops_per_step']:5d} {d['measured_ms']:9.4f} "
-                f"{graph_ms:>9s} {d['predicted_ms']:12.4f}  {mbu_text}"
+                f"  {d['shape']:18s} {g['params'] / 1e6:7.1f}M {g['compute_ops_per_step']:6d} {sheet:>10s} "
+                f"{d['predicted_ms']:10.4f} {d['measured_ms']:9.4f} {graph_ms:>9s}   {mbu}"
             )
     if matmuls:
         lines.append("Matmul roof by size: " + ", ".join(f"n = {m['n']}: {m['gflop_s']:.0f} GFLOP/s" for m in matmuls))
     return lines
+
+
+def reference_summary(result: dict) -> str:
+    """A run_bench result (a data/bench_*.json) in a few lines: what it ran on and how it was set,
+    the roofs, and for each shape its datasheet time (bytes / datasheet bandwidth), its roofline
+    (with the model's own GEMV bandwidth), its eager and CUDA-graph times and their MBU."""
+    m, r = result["machine"], result["roofs"]
+    setup = f"{m['device']}, torch {m['torch']}"
+    if "cuda" in m:
+        setup += f", CUDA {m['cuda']}, driver {m.get('driver_version', '?')}, TF32 matmuls {m['tf32_matmul']}"
+    lines = [
+        f"{setup} ({result['command']})",
+        f"  roofs: STREAM {max(r['copy_gb_s'], r['triad_gb_s']):.0f} GB/s, GEMV {r['gemv_gb_s']:.0f} GB/s "
+        f"({r['gemv_dtype']}), matmul {r['matmul_gflop_s'] / 1e3:.1f} TFLOP/s "
+        f"({r['matmul_dtype']}, n = {r['matmul_n']})",
+    ]
+    graphs = result.get("graphs") or []
+    if not graphs:
+        lines += _decode_lines(result["decode"], result.get("ops_per_step"))
+    return "\n".join(lines + _graph_lines(graphs, result.get("matmul_sweep")))
 
 
 def main(argv=None) -> None:
