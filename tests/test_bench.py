@@ -158,8 +158,9 @@ def test_run_bench_json_structure(faked_machine):
     assert len(lines) == 5
     assert set(result) == {
         "command", "machine", "settings", "roofs", "decode", "width_sweep", "tiny", "formats",
-        "ops_per_step", "graphs", "matmul_sweep",
+        "ops_per_step", "graphs", "matmul_sweep", "cuda_graphs",
     }  # fmt: skip
+    assert result["cuda_graphs"] is False
     assert result["graphs"] == [] and result["matmul_sweep"] == []  # GPU stages: not on the CPU
     assert result["ops_per_step"]["compute"] < result["ops_per_step"]["total"]
     assert result["decode"]["graph_ms"] is None and result["decode"]["datasheet_device"] is None

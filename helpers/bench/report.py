@@ -316,6 +316,7 @@ def run_bench(
         "command": command + " --json",
         "machine": machine_summary(device),
         "settings": {"quick": quick, "warmup": settings.warmup, "repeat": settings.repeat},
+        "cuda_graphs": step.graphed is not None,  # were the decode steps also replayed as CUDA graphs?
         "roofs": as_json(roofs),
         "decode": as_json(step),
         "width_sweep": [as_json(p) for p in sweep],
