@@ -4,14 +4,18 @@ Every CUDA call the course makes goes through one object, `runtime(device)`: a `
 a CUDA device, None for the CPU and MPS. Tests replace `helpers.gpu.runtime` with a fake GPU, so
 the rules below are checked on machines without one.
 
-`do_bench` times GPU work the way Triton's `triton.testing.do_bench` does:
+`do_bench` times GPU work with a variant of Triton's `triton.testing.do_bench`:
 - warm-up by time (25 ms), not by count: a kernel of 10 us needs thousands of runs to warm up,
   one of 100 ms a single one;
-- many calls between one pair of CUDA events, and no synchronisation between samples, so the host
-  queues work ahead of the GPU and the events time the GPU, not Python's launches (unless the
-  host cannot keep up, and then that is the truth: the work is launch-bound);
-- the L2 cache cleared before every sample by writing a buffer of 4x its size (Triton writes
-  256 MB): data left in L2 by the previous sample would be read at L2 speed, not HBM's;
+- CUDA events (timestamps the GPU writes into its own queue of work), many calls (at least 1 ms
+  of them) between one pair, and no synchronisation between samples, so the host queues work ahead
+  of the GPU and the events time the GPU, not Python's launches (unless the host cannot keep up,
+  and then that is the truth: the work is launch-bound);
+- the L2 cache cleared before every sample by writing a buffer of 4x its size (at least 256 MB,
+  as Triton): data left in L2 by the previous sample would be read at L2 speed, not memory's.
+  Triton clears it before every call and times each call alone; here only a sample's first call
+  is guaranteed cold, which matters only for work that reads less than the L2 holds (a model that
+  small stays in L2 during a real generation too);
 - one synchronisation at the end, before the events are read.
 
 `CudaRuntime.capture` records `fn` as a CUDA graph (warm-up on a side stream, then capture, as

@@ -6,8 +6,8 @@ answer. How it samples depends on the device:
 - CPU and MPS: `warmup` untimed runs, then `repeat` timed runs, each bracketed by a device
   synchronisation (MPS kernels run asynchronously: without a sync you time the launch, not the
   work) and timed with the host's clock;
-- CUDA: helpers.gpu.do_bench, as Triton's do_bench: warm-up by time, many calls between one pair
-  of CUDA events, the L2 cache cleared before every sample, one synchronisation at the end.
+- CUDA: helpers.gpu.do_bench, a variant of Triton's do_bench: warm-up by time, many calls between
+  one pair of CUDA events, the L2 cache cleared before every sample, one synchronisation at the end.
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ functions, so the notebook and the command line cannot disagree):
    MBU against the datasheet bandwidth of data/hardware.csv; the matmul rate for n = 1024 ... 16384.
    On MPS stage 4 is left out (the diffusion sampler works in float64, which MPS lacks).
 
-On CUDA every time comes from helpers.gpu.do_bench (Triton's method: warm-up by time, many calls
-per pair of CUDA events, the L2 cleared before each sample).
+On CUDA every time comes from helpers.gpu.do_bench (a variant of Triton's: warm-up by time, many
+calls per pair of CUDA events, the L2 cleared before each sample).
 
 The models timed (random weights: only shape, dtype and layout matter) come from helpers.fixtures;
 the JSON, the table and the command line are in helpers.bench.report.
