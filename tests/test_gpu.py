@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from helpers import gpu, machine, measurement
+from helpers import gpu, machine
 from helpers import model as model_module
 from helpers.bench import graphs as bench_graphs
 from helpers.bench.passes import decode_step, model_gemv_bandwidth
@@ -48,16 +48,19 @@ class FakeEvent:
 
 
 class FakeGpu:
-    """A GPU on paper. Time is the host's clock plus the virtual GPU time of fake kernels."""
+    """A GPU on paper. Time is the virtual GPU time of fake kernels, plus the host's clock when
+    host_clock is True (for real work on CPU tensors, which spends no virtual time)."""
 
-    def __init__(self, name="NVIDIA H200", l2_bytes=50 * 2**20, total_memory=141 * 10**9):
+    def __init__(self, name="NVIDIA H200", l2_bytes=50 * 2**20, total_memory=141 * 10**9, host_clock=True):
         self.gpu_name, self.l2, self.total_memory = name, l2_bytes, total_memory
+        self.host_clock = host_clock
         self.virtual, self.log, self.pending = 0.0, [], []
         self.cold = True  # the next kernel reads from memory
         self.captures = self.replays = 0
+        self.replays_of = []  # replays of each captured graph, in the order of capture
 
     def now(self) -> float:
-        return time.perf_counter() + self.virtual
+        return (time.perf_counter() if self.host_clock else 0.0) + self.virtual
 
     def kernel(self):
         """A fake kernel: COLD_S right after a flush, WARM_S when its data is still in L2."""
@@ -94,9 +97,12 @@ class FakeGpu:
             fn()
         output = fn()
         self.captures += 1
+        self.replays_of.append(0)
+        index = len(self.replays_of) - 1
 
         def replay():
             self.replays += 1
+            self.replays_of[index] += 1
             result = fn()
             if isinstance(output, torch.Tensor):
                 output.copy_(result)
@@ -111,6 +117,14 @@ class FakeGpu:
 def fake(monkeypatch):
     """helpers.gpu.runtime answers with one FakeGpu for every device: the CUDA branches run on CPU tensors."""
     fake_gpu = FakeGpu()
+    monkeypatch.setattr(gpu, "runtime", lambda device: fake_gpu)
+    return fake_gpu
+
+
+@pytest.fixture
+def virtual(monkeypatch):
+    """A FakeGpu whose clock runs only on its fake kernels: timings are exact, whatever the host does."""
+    fake_gpu = FakeGpu(host_clock=False)
     monkeypatch.setattr(gpu, "runtime", lambda device: fake_gpu)
     return fake_gpu
 
@@ -131,23 +145,23 @@ def samples_of(log: list[str]) -> list[list[str]]:
     return [body[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
 
 
-def test_each_sample_is_flush_then_calls_between_one_event_pair(fake):
-    seconds = benchmark(fake.kernel, device="cpu", repeat=6, calls=4)
-    samples = samples_of(fake.log)
+def test_each_sample_is_flush_then_calls_between_one_event_pair(virtual):
+    seconds = benchmark(virtual.kernel, device="cpu", repeat=6, calls=4)
+    samples = samples_of(virtual.log)
     assert len(samples) == 6
     assert all(s == ["flush", "record", "call", "call", "call", "call", "record"] for s in samples)
-    assert fake.log[-1] == "sync" and fake.log.count("sync") == 3  # before, after the estimate, at the end
+    assert virtual.log[-1] == "sync" and virtual.log.count("sync") == 3  # before, after the estimate, at the end
     # one cold call and three warm ones per sample, per call: exactly what the fake GPU spent
-    assert seconds.value == pytest.approx((COLD_S + 3 * WARM_S) / 4, rel=0.02)
+    assert seconds.value == pytest.approx((COLD_S + 3 * WARM_S) / 4, rel=1e-9)
 
 
-def test_without_the_flush_the_fake_reads_from_l2_and_looks_faster(fake):
-    flushed = gpu.do_bench(fake.kernel, fake, repeat=5, calls=1)
-    fake.log.clear()
-    unflushed = gpu.do_bench(fake.kernel, fake, repeat=5, calls=1, flush=False)
-    assert "flush" not in fake.log
-    assert min(flushed) == pytest.approx(COLD_S, rel=0.02)  # every sample starts cold
-    assert max(unflushed) == pytest.approx(WARM_S, rel=0.05)  # L2 speed: the error the flush prevents
+def test_without_the_flush_the_fake_reads_from_l2_and_looks_faster(virtual):
+    flushed = gpu.do_bench(virtual.kernel, virtual, repeat=5, calls=1)
+    virtual.log.clear()
+    unflushed = gpu.do_bench(virtual.kernel, virtual, repeat=5, calls=1, flush=False)
+    assert "flush" not in virtual.log
+    assert flushed == pytest.approx([COLD_S] * 5, rel=1e-9)  # every sample starts cold
+    assert unflushed == pytest.approx([WARM_S] * 5, rel=1e-9)  # L2 speed: the error the flush prevents
 
 
 def test_events_are_read_only_after_a_synchronisation():
@@ -161,16 +175,16 @@ def test_events_are_read_only_after_a_synchronisation():
     assert start.elapsed_time(end) >= 0
 
 
-def test_warm_up_is_by_time_and_calls_per_sample_fill_a_millisecond(fake):
+def test_warm_up_is_by_time_and_calls_per_sample_fill_a_millisecond(virtual):
     def fast():
-        fake.log.append("call")
-        fake.virtual += 1e-5  # 10 us per call
+        virtual.log.append("call")
+        virtual.virtual += 1e-5  # 10 us per call
 
-    gpu.do_bench(fast, fake, repeat=2)
-    first_flush = fake.log.index("flush")
-    warm_calls = fake.log[:first_flush].count("call") - gpu.ESTIMATE_CALLS
-    assert warm_calls == pytest.approx(gpu.WARMUP_S / 1e-5, rel=0.2)  # 25 ms of calls, not a count
-    assert samples_of(fake.log)[0].count("call") == pytest.approx(gpu.MIN_SAMPLE_S / 1e-5, rel=0.2)
+    gpu.do_bench(fast, virtual, repeat=2)
+    first_flush = virtual.log.index("flush")
+    warm_calls = virtual.log[:first_flush].count("call") - gpu.ESTIMATE_CALLS
+    assert warm_calls == pytest.approx(gpu.WARMUP_S / 1e-5, abs=1)  # 25 ms of calls, not a count
+    assert samples_of(virtual.log)[0].count("call") == pytest.approx(gpu.MIN_SAMPLE_S / 1e-5, abs=1)
 
 
 def test_benchmark_keeps_the_host_clock_path_when_a_clock_is_given(fake):
@@ -193,15 +207,15 @@ def test_do_bench_rejects_bad_arguments(fake):
         benchmark(fake.kernel, flush="yes")
 
 
-def test_time_linear_rotates_copies_that_fill_four_times_the_l2(fake, monkeypatch):
+def test_time_linear_rotates_copies_that_fill_four_times_the_l2(virtual, monkeypatch):
     assert rotate_copies(2**26, "cpu") == 4  # 4 x 50 MiB in matrices of 64 MiB: 200 / 64, rounded up
     assert rotate_copies(2**20, "cpu") == 64  # 200 copies of 1 MiB would do; capped at MAX_COPIES
-    monkeypatch.setattr(measurement, "benchmark", benchmark)
     seen = []
     real_linear = torch.nn.functional.linear
 
     def spy(x, w, *args):
         seen.append(w.data_ptr())
+        virtual.virtual += 1e-5  # 10 us of fake GPU time per call: the sample sizes do not depend on the host
         return real_linear(x, w, *args)
 
     monkeypatch.setattr(torch.nn.functional, "linear", spy)
@@ -225,7 +239,9 @@ def tiny_model():
 def test_decode_step_captures_once_and_times_the_replays(fake, tiny_model):
     step = decode_step(tiny_model, roofs=roofs(), context=8, warmup=1, repeat=3)
     assert fake.captures == 2  # the decode step, and the model's GEMVs
-    assert fake.replays > 3 and step.graphed is not None and step.gemv_graphed is not None
+    step_replays, gemv_replays = fake.replays_of
+    assert step_replays > 3 and gemv_replays > 3  # both graphs' replays are what gets timed
+    assert step.graphed is not None and step.gemv_graphed is not None
     assert step.graph_exact is True  # the graph's logits equal the eager step's
     assert step.bandwidth == step.gemv_graphed.si  # predictions use the kernels' bandwidth
     assert step.launch_overhead_s == pytest.approx(step.measured.si - step.graphed.si)
@@ -498,3 +514,4 @@ def test_reference_summary_names_roofline_eager_graph_and_mbu(fake, tiny_model):
     sheet_ms = run.step.cost.total_bytes / 4800e9 * 1e3
     assert f"{sheet_ms:.4f}" in text  # bytes / the H200's datasheet bandwidth
     assert f"{100 * run.step.mbu_datasheet():4.0f}%" in text
+    assert "bitwise" in text  # the fake graph's logits equal the eager step's

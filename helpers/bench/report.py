@@ -429,13 +429,17 @@ def _format_lines(formats: list | None, shape: str) -> list[str]:
     return lines
 
 
+_EXACT = {True: "bitwise", False: "differs", None: "-"}  # graph_exact: are the graph's logits the eager step's?
+
+
 def _graph_lines(graphs: list | None, matmuls: list | None) -> list[str]:
     lines = []
     if graphs:
         lines += [
             "Decode step by shape, batch 1: eager (a launch per operation) against one CUDA graph",
-            "  shape               params  compute  datasheet  roofline     eager     graph   MBU of datasheet",
-            "                               ops      ms (100%)  ms (GEMV)    ms        ms      eager   graph",
+            "  shape               params  compute  datasheet  roofline     eager     graph   MBU of datasheet"
+            "  graph =",
+            "                               ops      ms (100%)  ms (GEMV)    ms        ms      eager   graph    eager",
         ]
         for g in graphs:
             d = g["decode"]
@@ -446,6 +450,7 @@ def _graph_lines(graphs: list | None, matmuls: list | None) -> list[str]:
             lines.append(
                 f"  {d['shape']:18s} {g['params'] / 1e6:7.1f}M {g['compute_ops_per_step']:6d} {sheet:>10s} "
                 f"{d['predicted_ms']:10.4f} {d['measured_ms']:9.4f} {graph_ms:>9s}   {mbu}"
+                f"  {_EXACT[d['graph_exact']]:>7s}"
             )
     if matmuls:
         lines.append("Matmul roof by size: " + ", ".join(f"n = {m['n']}: {m['gflop_s']:.0f} GFLOP/s" for m in matmuls))
