@@ -16,7 +16,7 @@ from dataclasses import replace
 import torch
 
 from helpers.device import as_device
-from helpers.model import LAYOUTS, ModelConfig, Transformer
+from helpers.model import LAYOUTS, ModelConfig, Transformer, default_layout
 from helpers.toylang import LANG
 from helpers.validation import check_int
 
@@ -40,14 +40,6 @@ def _check_model(model, causal: bool = False) -> Transformer:
         kind = "a causal " if causal else "a "
         raise ValueError(f"model must be {kind}helpers.model.Transformer, got {type(model).__name__}")
     return model
-
-
-def default_layout(device) -> str:
-    """The weight layout a model is timed in on a device kind, before any measurement says
-    otherwise: the course's decode layout on the CPU (measured in notebook 04, section 3), and
-    row-major (nn.Linear's own) on CUDA and MPS, whose kernels are tuned for it.
-    helpers.bench.choose_layout measures both on a GPU and keeps the faster."""
-    return "decode" if as_device(device).type == "cpu" else "row-major"
 
 
 def random_model(config: ModelConfig, device=None, *, seed: int = 0, layout: str | None = None) -> Transformer:

@@ -122,9 +122,16 @@ class CudaRuntime:
         return {**info, **nvidia_smi(self.device.index or 0)}
 
 
+_RUNTIMES: dict[torch.device, CudaRuntime] = {}  # one per GPU: its L2 flush buffer is allocated once
+
+
 def runtime(device: torch.device) -> CudaRuntime | None:
     """The CUDA runtime of `device`, or None when it is not a CUDA device (CPU, MPS)."""
-    return CudaRuntime(device) if device.type == "cuda" else None
+    if device.type != "cuda":
+        return None
+    if device not in _RUNTIMES:
+        _RUNTIMES[device] = CudaRuntime(device)
+    return _RUNTIMES[device]
 
 
 def nvidia_smi(index: int = 0, run=subprocess.run) -> dict:

@@ -18,6 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from helpers.device import as_device
 from helpers.validation import check_float_dtype, check_int
 
 LAYOUTS = ("decode", "row-major")  # how weight matrices are stored: Transformer.set_layout_
@@ -289,6 +290,14 @@ def _capturing(idx: torch.Tensor) -> bool:
     """True while a CUDA graph is being captured: a graph may not copy to the host, so the id check
     runs in the eager warm-up before the capture instead (helpers.gpu.CudaRuntime.capture)."""
     return idx.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
+def default_layout(device) -> str:
+    """The weight layout a model is timed in on a device kind, before any measurement says
+    otherwise: the course's decode layout on the CPU (measured in notebook 04, section 3), and
+    row-major (nn.Linear's own) on CUDA and MPS, whose kernels are tuned for it.
+    helpers.bench.choose_layout measures both on a GPU and keeps the faster."""
+    return "decode" if as_device(device).type == "cpu" else "row-major"
 
 
 def decode_layout(weight: torch.Tensor) -> torch.Tensor:

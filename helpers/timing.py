@@ -33,7 +33,6 @@ import torch.nn.functional as F
 from helpers import gpu
 from helpers.device import as_device
 from helpers.device import as_device as _as_device  # noqa: F401 (the old private name)
-from helpers.fixtures import default_layout
 from helpers.machine import (  # noqa: F401 (re-exported: the machine a measurement runs on)
     CACHE_MULTIPLE,
     CUDA_ARRAY_BYTES,
@@ -45,7 +44,7 @@ from helpers.machine import (  # noqa: F401 (re-exported: the machine a measurem
     memory_bytes,
 )
 from helpers.measurement import UNITS, Measurement, benchmark, rates  # noqa: F401 (re-exported)
-from helpers.model import LAYOUTS, decode_layout
+from helpers.model import LAYOUTS, decode_layout, default_layout
 from helpers.validation import check_float_dtype, check_int, check_positive
 
 DEFAULT_GEMV_COLS = 4096  # columns of W in gemv_bandwidth (the input width d)
@@ -127,7 +126,7 @@ def time_linear(
     the same call an nn.Linear in the course model makes. batch = 1 is a GEMV.
 
     layout: how W is stored, "decode" (helpers.model.decode_layout) or "row-major"; None: the
-    device's default (helpers.fixtures.default_layout). On CUDA each call multiplies the next of
+    device's default (helpers.model.default_layout). On CUDA each call multiplies the next of
     enough copies of W to fill 4x the L2 cache (rotate_copies), so a W smaller than the L2 is
     still read from memory, not from the L2 where the previous call left it."""
     n_rows, n_cols, batch = _check_shape(n_rows, n_cols, batch)

@@ -27,6 +27,7 @@ from helpers.fixtures import layout_of, model_device_dtype, prefilled_cache, ran
 from helpers.machine import device_memory_bytes
 from helpers.measurement import Measurement
 from helpers.model import LAYOUTS, ModelConfig, Transformer, gpt2_small_config, gpu_wide_config, pad_vocab
+from helpers.shapes import shape_from_config
 from helpers.timing import matmul_flops
 from helpers.validation import check_int
 
@@ -138,9 +139,8 @@ def time_shape(model: Transformer, name: str, context: int, *, roofs: Roofs, rep
 
 
 def weight_bytes(config: ModelConfig, bytes_per_param: int = 2) -> int:
-    """Bytes of a model's weight matrices and embeddings (the part that matters for memory)."""
-    matrices = 12 * config.n_layer * config.d_model**2  # qkv 3d^2, proj d^2, MLP 8d^2 per layer
-    return bytes_per_param * (matrices + (config.vocab_size + config.max_len) * config.d_model)
+    """Bytes of a model's parameters (tied weights once) in a 2-byte format: what it needs in memory."""
+    return bytes_per_param * shape_from_config(config).num_params()
 
 
 def eager_and_graph(device, names, *, roofs: Roofs, repeat: int = 20, progress=None) -> list[ShapeRun]:
