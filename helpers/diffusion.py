@@ -16,7 +16,37 @@ import torch.nn.functional as F
 
 from helpers.model import Transformer
 from helpers.toylang import LANG
+from helpers.unmasking import (  # the rules of one step; re-exported, so `from helpers.diffusion import ...` works
+    REMASK_SCHEDULES,
+    choose_tokens,
+    confidence_scores,
+    even_split,
+    low_confidence_commit,
+    mdlm_commit,
+    remdm_conf_remask,
+    remdm_remask,
+    remdm_sigma,
+    top_counts,
+)
 from helpers.validation import check_fraction, check_int, check_number
+
+__all__ = [
+    "REMASK_SCHEDULES",
+    "choose_tokens",
+    "confidence_scores",
+    "diffusion_loss",
+    "even_split",
+    "low_confidence_commit",
+    "masked_logits",
+    "masked_nll",
+    "mdlm_commit",
+    "nelbo",
+    "remdm_conf_remask",
+    "remdm_remask",
+    "remdm_sigma",
+    "sample",
+    "top_counts",
+]
 
 
 def _check_model(model: Transformer) -> None:
@@ -89,100 +119,15 @@ STRATEGIES = ("confidence", "random", "margin", "entropy", "ancestral")
 CONFIDENCE_STRATEGIES = STRATEGIES[:4]
 
 
-def even_split(n_tokens: int, steps: int) -> list[int]:
-    """Tokens to commit per step: n_tokens over `steps`, remainder to the earliest steps
-    (LLaDA: 30 over 8 -> [4, 4, 4, 4, 4, 4, 3, 3])."""
-    steps, n_tokens = check_int(steps, "steps", 1), check_int(n_tokens, "n_tokens", 0)
-    base, extra = divmod(n_tokens, steps)
-    return [base + (j < extra) for j in range(steps)]
-
-
-def confidence_scores(probs: torch.Tensor, chosen: torch.Tensor, strategy: str, generator=None) -> torch.Tensor:
-    """How sure the model is at each position, higher = commit first. probs (B, T, V) float64,
-    chosen (B, T) the token each position would take. Returns (B, T) float64."""
-    if strategy == "confidence":  # LLaDA low_confidence: probability of the chosen token
-        return probs.gather(-1, chosen[..., None]).squeeze(-1)
-    if strategy == "margin":  # top-1 minus top-2 probability
-        top2 = probs.topk(2, dim=-1).values  # (B, T, 2)
-        return top2[..., 0] - top2[..., 1]
-    if strategy == "entropy":  # low entropy first
-        return (probs * probs.clamp_min(1e-300).log()).sum(-1)
-    if strategy == "random":
-        return torch.rand(chosen.shape, generator=generator, dtype=torch.float64, device=chosen.device)
-    raise ValueError(f"no confidence score for strategy {strategy!r}; use one of {CONFIDENCE_STRATEGIES}")
-
-
-def choose_tokens(logits: torch.Tensor, temperature: float, generator=None) -> torch.Tensor:
-    """One token per position from logits (B, T, V): argmax at temperature 0, else a sample from
-    softmax(logits / temperature) computed in float64. Returns (B, T) int64."""
-    if temperature == 0:
-        return logits.argmax(dim=-1)
-    probs = torch.softmax(logits.double() / temperature, dim=-1)  # (B, T, V)
-    flat = probs.reshape(-1, probs.size(-1))  # (B*T, V)
-    return torch.multinomial(flat, 1, generator=generator).view(probs.shape[:-1])
-
-
-def top_counts(scores: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """Boolean (B, T): in each row, the counts[b] positions with the highest finite score.
-    Ties: the leftmost position wins (a stable sort), so the choice never depends on the backend."""
-    rank = scores.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1)  # (B, T) 0 = best
-    return (rank < counts[:, None]) & torch.isfinite(scores)
-
-
-def low_confidence_commit(scores, masked, k, confidence=None, threshold=None, last_step=False) -> torch.Tensor:
-    """LLaDA's low-confidence remasking (Nie et al. 2025, arXiv:2502.09992): of the
-    masked positions (B, T), commit the k (int or (B,)) with the highest scores and leave the rest
-    masked. k comes from even_split, per block in semi-autoregressive decoding. Ties: the leftmost.
-
-    threshold=tau (Fast-dLLM, Wu et al. 2025, arXiv:2505.22618): commit every masked position whose
-    confidence (p of its chosen token) is >= tau, and at least the k scheduled ones.
-    In a block's last step (last_step=True) every masked position is committed."""
-    n_masked = masked.sum(dim=1)  # (B,)
-    k = torch.as_tensor(k, device=masked.device).expand_as(n_masked)
-    if threshold is not None:
-        k = torch.maximum(k, ((confidence >= threshold) & masked).sum(dim=1))
-    k = n_masked if last_step else torch.minimum(k, n_masked)
-    return top_counts(scores.masked_fill(~masked, float("-inf")), k)
-
-
-def mdlm_commit(masked, u, t, s, sigma=0.0) -> torch.Tensor:
-    """MDLM's ancestral step from time t to s < t (Sahoo et al. 2024, arXiv:2406.07524): with the
-    linear schedule alpha_t = 1 - t, each masked position (B, T) is committed with probability
-    (alpha_s - alpha_t) / (1 - alpha_t) = (t - s) / t, decided by the uniform draws u (B, T); at
-    s = 0 every one is. With ReMDM re-masking at rate sigma (remdm_cap_remask) the probability is
-    (alpha_s - (1 - sigma) alpha_t) / (1 - alpha_t), which keeps the expected masked fraction at s."""
-    p_unmask = ((1 - s) - (1 - sigma) * (1 - t)) / t  # = (t - s) / t when sigma = 0
-    return masked & (u < p_unmask)
-
-
-def remdm_cap_remask(filled, u, t, s, eta) -> tuple[torch.Tensor, float]:
-    """ReMDM-cap (Wang et al. 2025, arXiv:2503.00307): in the step from t to s, re-mask each filled
-    position (B, T) with probability sigma = min(eta, (1 - alpha_s) / alpha_t) = min(eta, s / (1 - t)),
-    using the same draws u as mdlm_commit. At t = 1 nothing is filled yet and sigma = 0.
-    Returns (re-masked positions, sigma)."""
-    sigma = 0.0 if t == 1 else min(eta, s / (1 - t))
-    return filled & (u < sigma), sigma
-
-
-def remdm_conf_remask(canvas, allowed, stored_conf, fraction) -> torch.Tensor:
-    """ReMDM-conf (Wang et al. 2025, arXiv:2503.00307), made deterministic: re-mask
-    round(fraction * n) of the n filled positions in `allowed` (B, T), those whose confidence when
-    they were committed (stored_conf) is lowest; ties: the leftmost. (ReMDM-conf scales each
-    token's re-masking probability by softmax(-confidence): the least confident go most often.)"""
-    filled = (canvas != LANG.mask_id) & allowed  # (B, T)
-    n = (fraction * filled.sum(dim=1)).round().long()  # (B,)
-    return top_counts((-stored_conf).masked_fill(~filled, float("-inf")), n)
-
-
-def _ancestral_moves(canvas, masked, in_block, j, steps, remask, generator):
-    """Step j of `steps` (t = 1 - j/steps to s): one uniform draw per position decides both
-    which masked positions MDLM commits and which committed ones ReMDM-cap re-masks."""
-    t, s = 1 - j / steps, 1 - (j + 1) / steps
+def _remdm_moves(canvas, masked, in_block, t, s, remask, schedule, generator):
+    """Drawn before the pass of the step from t to s: one uniform draw per position decides which
+    filled positions ReMDM re-masks (none without `remask`) and, for the ancestral sampler, which
+    masked ones MDLM commits. Returns (re-masked, sigma, draws)."""
     u = torch.rand(canvas.shape, generator=generator, device=canvas.device)  # (B, T)
     if remask is None:
-        return mdlm_commit(masked, u, t, s), torch.zeros_like(masked)
-    remasked, sigma = remdm_cap_remask((canvas != LANG.mask_id) & in_block, u, t, s, remask)
-    return mdlm_commit(masked, u, t, s, sigma), remasked
+        return torch.zeros_like(masked), 0.0, u
+    remasked, sigma = remdm_remask((canvas != LANG.mask_id) & in_block, u, t, s, remask, schedule)
+    return remasked, sigma, u
 
 
 def _check_prompt(prompt, batch: int, vocab_size: int) -> None:
@@ -204,8 +149,18 @@ def _check_prompt(prompt, batch: int, vocab_size: int) -> None:
         )
 
 
-def _check_sample_args(model, length, steps, prompt, strategy, block_length, threshold, remask, temperature, batch):
-    """The checked arguments: (length, steps, block_length, threshold, remask, temperature, batch)."""
+def _check_remask(remask, schedule, strategy) -> float | None:
+    if not isinstance(schedule, str) or schedule not in REMASK_SCHEDULES:
+        raise ValueError(f"remask_schedule must be one of {REMASK_SCHEDULES}, got {schedule!r}")
+    if remask is None:
+        return None
+    if schedule == "lowest-confidence" and strategy == "ancestral":
+        raise ValueError("remask_schedule='lowest-confidence' needs a confidence strategy, not 'ancestral'")
+    return check_fraction(remask, "remask (None or ReMDM's eta)", allow_one=False)
+
+
+def _check_sample_args(model, length, steps, prompt, strategy, block_length, threshold, temperature, batch):
+    """The checked arguments: (length, steps, block_length, threshold, temperature, batch)."""
     _check_model(model)
     length = check_int(length, "length (tokens to generate)", 1)
     batch = check_int(batch, "batch_size", 1)
@@ -224,14 +179,12 @@ def _check_sample_args(model, length, steps, prompt, strategy, block_length, thr
         if strategy == "ancestral":
             raise ValueError(f"threshold applies to the strategies {CONFIDENCE_STRATEGIES}, not to 'ancestral'")
     steps = check_int(steps, "steps", 1)
-    if threshold is None and steps > length:
+    if threshold is None and steps > length and strategy != "ancestral":
         raise ValueError(f"steps ({steps}) must be <= length ({length}): each step commits at least one token")
     if steps % (length // block_length):
         raise ValueError(f"steps ({steps}) must be a multiple of the number of blocks ({length // block_length})")
-    if remask is not None:
-        remask = check_fraction(remask, "remask (None or ReMDM's eta)", allow_one=False)
     temperature = check_number(temperature, "temperature", 0)
-    return length, steps, block_length, threshold, remask, temperature, batch
+    return length, steps, block_length, threshold, temperature, batch
 
 
 def _trace_step(canvas, commit, remasked, revised, stored_conf, block, step) -> dict:
@@ -258,6 +211,7 @@ def sample(
     block_length: int | None = None,
     threshold: float | None = None,
     remask: float | None = None,
+    remask_schedule: str = "cap",
     temperature: float = 0.0,
     batch_size: int = 1,
     generator: torch.Generator | None = None,
@@ -275,17 +229,23 @@ def sample(
       first; uniform random. Ties: the leftmost position first.
     - "ancestral": MDLM (mdlm_commit). Time runs from t=1 to 0 in equal steps; from t to s each
       masked position is committed with probability (t - s) / t (the last step commits the rest).
-      A step that would change nothing is skipped: no pass is run or counted.
+      A step that would change nothing is skipped: no pass is run or counted. `steps` may exceed
+      `length` (MDLM's T): most steps then change nothing, and passes approach `length`.
     - threshold=tau (confidence strategies only): commit every masked position in the block with
       confidence >= tau, and at least the scheduled k (Fast-dLLM). With steps = length the
       schedule asks for one token per step, so passes adapt to the model's confidence;
       `steps` is only an upper bound.
-    - remask=eta, the editor (ReMDM). With the confidence strategies (remdm_conf_remask): after
-      committing, re-mask round(eta * n) of the n tokens the block had before this step, those
-      with the lowest confidence when they were committed, and commit that many more in the next
-      step; never in a block's last step. With "ancestral" (remdm_cap_remask): each committed
-      token is re-masked with probability sigma = min(eta, s / (1 - t)) and masked ones unmasked
-      with probability ((1 - s) - (1 - sigma)(1 - t)) / t: the expected masked fraction stays s.
+    - remask=eta, the editor (ReMDM, unmasking.remdm_remask): before each pass every filled token
+      of the block is re-masked with probability sigma_t, remask_schedule "cap" (min(eta, s/(1-t)))
+      or "rescale" (eta * min(1, s/(1-t))), and the step commits as many more: with "ancestral" each
+      masked position is unmasked with probability ((1 - s) - (1 - sigma)(1 - t)) / t, with the
+      confidence strategies the k most confident plus one per re-masked token (at most as many
+      re-masked as the step can fill again: those with the smallest draws). Either way the masked
+      fraction stays on schedule, and the last step (s = 0) re-masks nothing.
+      remask_schedule="lowest-confidence" (confidence strategies only) is this course's stress
+      test instead (unmasking.remdm_conf_remask): after committing, re-mask round(eta * n) of the n
+      tokens the block had before this step, those least confident when committed, and commit
+      that many more in the next step; never in a block's last step.
 
     Tokens are argmax at temperature 0, else sampled (float64) from the tempered softmax; the
     confidence is always that of the untempered softmax. Returns the canvas (B, T0 + length);
@@ -298,9 +258,11 @@ def sample(
         prompt = torch.tensor([LANG.bos_id], dtype=torch.long)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be None or a torch.Generator, got {type(generator).__name__}")
-    length, steps, block_length, threshold, remask, temperature, batch_size = _check_sample_args(
-        model, length, steps, prompt, strategy, block_length, threshold, remask, temperature, batch_size
+    length, steps, block_length, threshold, temperature, batch_size = _check_sample_args(
+        model, length, steps, prompt, strategy, block_length, threshold, temperature, batch_size
     )
+    remask = _check_remask(remask, remask_schedule, strategy)
+    remdm = remask is not None and remask_schedule != "lowest-confidence"  # ReMDM's own sigma_t
     device = next(model.parameters()).device
     prompt = prompt.to(device).expand(batch_size, -1) if prompt.dim() == 1 else prompt.to(device)
     T0, n_blocks, ancestral = prompt.size(1), length // block_length, strategy == "ancestral"
@@ -320,9 +282,15 @@ def sample(
             if not masked.any():
                 break  # threshold decoding can finish a block early
             last_step = j == steps_per_block - 1
+            t, s = 1 - j / steps_per_block, 1 - (j + 1) / steps_per_block  # the block's time, 1 -> 0
             remasked = torch.zeros_like(masked)
-            if ancestral:  # MDLM / ReMDM-cap: the moves are drawn before the pass
-                commit, remasked = _ancestral_moves(canvas, masked, in_block, j, steps_per_block, remask, generator)
+            if ancestral or remdm:  # MDLM and ReMDM: the moves are drawn before the pass
+                remasked, sigma, u = _remdm_moves(canvas, masked, in_block, t, s, remask, remask_schedule, generator)
+            if remdm and not ancestral:  # re-mask at most what this step can fill again: k stays on schedule
+                room = (masked.sum(dim=1) - schedule[j] - pending).clamp_min(0)  # (B,)
+                remasked = top_counts((-u).masked_fill(~remasked, float("-inf")), torch.minimum(remasked.sum(1), room))
+            if ancestral:
+                commit = mdlm_commit(masked, u, t, s, sigma)
                 if not (commit.any() or remasked.any()):
                     continue  # nothing would change: the pass is skipped, and not counted
             logits = masked_logits(model, canvas)  # (B, T, V) one forward pass
@@ -331,12 +299,13 @@ def sample(
             chosen_conf = probs.gather(-1, chosen[..., None]).squeeze(-1)  # (B, T) p(chosen token)
             if not ancestral:  # LLaDA, with Fast-dLLM's threshold
                 scores = confidence_scores(probs, chosen, strategy, generator)  # (B, T)
-                commit = low_confidence_commit(scores, masked, schedule[j] + pending, chosen_conf, threshold, last_step)
+                k = schedule[j] + pending + remasked.sum(dim=1)  # (B,) one more per token ReMDM re-masks
+                commit = low_confidence_commit(scores, masked, k, chosen_conf, threshold, last_step)
             revised = commit & (last_token >= 0) & (last_token != chosen)
             canvas = torch.where(commit, chosen, canvas)
             stored_conf = torch.where(commit, chosen_conf, stored_conf)
             last_token = torch.where(commit, chosen, last_token)
-            if remask is not None and not ancestral and not last_step:  # ReMDM-conf
+            if remask is not None and not remdm and not last_step:  # the course's stress test
                 remasked = remdm_conf_remask(canvas, in_block & ~commit, stored_conf, remask)
                 pending = remasked.sum(dim=1)
             canvas = canvas.masked_fill(remasked, LANG.mask_id)

@@ -12,12 +12,14 @@ from helpers.diffusion import (
     masked_nll,
     mdlm_commit,
     nelbo,
-    remdm_cap_remask,
+    remdm_remask,
+    remdm_sigma,
     sample,
     top_counts,
 )
 from helpers.model import ModelConfig, Transformer, count_passes
 from helpers.toylang import LANG
+from helpers.unmasking import remdm_remaskings_per_token
 
 V = len(LANG.vocab)
 
@@ -103,8 +105,11 @@ def test_mask_logit_is_never_predicted_or_sampled():
         dict(steps=8, strategy="entropy"),
         dict(steps=10, strategy="ancestral", temperature=1.0),
         dict(steps=31, threshold=0.5),
-        dict(steps=8, remask=0.2),
+        dict(steps=8, remask=0.2, remask_schedule="lowest-confidence"),
+        dict(steps=8, temperature=1.0, remask=0.2),
+        dict(steps=8, temperature=1.0, remask=0.5, remask_schedule="rescale", block_length=31),
         dict(steps=10, strategy="ancestral", temperature=1.0, remask=0.3),
+        dict(steps=10, strategy="ancestral", temperature=1.0, remask=0.3, remask_schedule="rescale"),
     ],
 )
 def test_no_mask_left_at_the_end_and_prompt_kept(kwargs):
@@ -151,7 +156,7 @@ def test_threshold_commits_every_sure_position_and_at_least_one():
 def test_remasking_actually_revises():
     model = Crowd(a=10, b=11)
     plain = sample(model, 16, 8)
-    edited, trace = sample(model, 16, 8, remask=0.5, return_trace=True)
+    edited, trace = sample(model, 16, 8, remask=0.5, remask_schedule="lowest-confidence", return_trace=True)
     revised = sum(int(step["revised"].sum()) for step in trace)
     assert revised > 0
     assert set(edited[0, 1:].tolist()) == {10, 11} and not torch.equal(plain, edited)
@@ -274,8 +279,9 @@ def test_bad_loss_arguments_raise_value_error(call, message):
 def test_threshold_and_remasking_combine_as_before():
     generator = torch.Generator().manual_seed(0)
     for kwargs in [
+        dict(steps=31, threshold=0.5, remask=0.25, remask_schedule="lowest-confidence"),
+        dict(length=30, steps=30, block_length=10, threshold=0.3, remask=0.5, remask_schedule="lowest-confidence"),
         dict(steps=31, threshold=0.5, remask=0.25),
-        dict(length=30, steps=30, block_length=10, threshold=0.3, remask=0.5),
     ]:
         args = dict(length=31) | kwargs
         out = sample(
@@ -424,7 +430,7 @@ def test_mdlm_last_step_commits_every_mask_and_remdm_cap_spares_the_first():
     masked = torch.ones(1, 3, dtype=torch.bool)
     for steps in (1, 3, 7, 32, 1000):
         assert mdlm_commit(masked, u, 1 / steps, 0.0).all()
-    remasked, sigma = remdm_cap_remask(masked, u, 1.0, 0.75, 0.5)
+    remasked, sigma = remdm_remask(masked, u, 1.0, 0.75, 0.5)
     assert sigma == 0.0 and not remasked.any()
 
 
@@ -470,7 +476,7 @@ def test_remasking_picks_the_least_confident_at_commit_time():
     """Recomputes every committed token's probability from the canvas it was committed on, then
     checks each step re-masks round(eta * n) of the n tokens committed before it, the least sure."""
     model, eta = tiny(), 0.25
-    _, trace = sample(model, 16, 8, remask=eta, batch_size=3, return_trace=True)
+    _, trace = sample(model, 16, 8, remask=eta, remask_schedule="lowest-confidence", batch_size=3, return_trace=True)
     canvas = torch.full((3, 17), LANG.mask_id)
     canvas[:, 0] = LANG.bos_id
     when_committed = torch.full((3, 17), math.inf, dtype=torch.float64)
@@ -521,3 +527,66 @@ def test_nelbo_stratifies_the_masking_rates():
     stratified, plain = torch.tensor(stratified), torch.tensor(plain)
     assert stratified.mean().item() == pytest.approx(plain.mean().item(), rel=0.1)  # the same bound
     assert stratified.var() < plain.var() / 4  # with much less noise
+
+
+# ------------------------------------------------------------------ ReMDM's own schedules
+@pytest.mark.parametrize("eta", [0.008, 0.015, 0.4, 0.9])
+def test_remdm_sigma_follows_the_papers_formulas(eta):
+    """sigma_max = min(1, (1 - alpha_s) / alpha_t) with alpha = 1 - t; cap: min(eta, sigma_max);
+    rescale: eta * sigma_max (Wang et al. 2025, the cap and rescale schedules)."""
+    for steps in (4, 8, 32, 1024):
+        for j in range(steps):
+            t, s = 1 - j / steps, 1 - (j + 1) / steps
+            alpha_t, alpha_s = 1 - t, 1 - s
+            sigma_max = 0.0 if alpha_t == 0 else min(1.0, (1 - alpha_s) / alpha_t)
+            assert remdm_sigma(t, s, eta, "cap") == pytest.approx(min(eta, sigma_max), abs=1e-15)
+            assert remdm_sigma(t, s, eta, "rescale") == pytest.approx(eta * sigma_max, abs=1e-15)
+    assert remdm_sigma(0.5, 0.0, eta, "cap") == remdm_sigma(0.5, 0.0, eta, "rescale") == 0.0  # the last step
+    with pytest.raises(ValueError, match="schedule must be 'cap' or 'rescale'"):
+        remdm_sigma(0.5, 0.25, eta, "loop")
+
+
+def test_remdm_remaskings_per_token_compare_the_scripts_eta_with_the_course_s():
+    assert remdm_remaskings_per_token(0.008, "cap", 1024) == pytest.approx(4.06, abs=0.01)
+    assert remdm_remaskings_per_token(0.015, "rescale", 1024) == pytest.approx(3.83, abs=0.01)
+    assert remdm_remaskings_per_token(0.4, "cap", 32) == pytest.approx(4.29, abs=0.01)
+    assert remdm_remaskings_per_token(0.5, "rescale", 32) == pytest.approx(3.75, abs=0.01)
+
+
+@pytest.mark.parametrize("schedule", ["cap", "rescale"])
+def test_confidence_order_with_remdm_remasks_with_sigma_and_commits_as_many_more(schedule):
+    """Replays the draws: before each pass every filled position is re-masked with probability
+    sigma_t (u < sigma, one uniform draw per position taken before the pass), and the pass commits
+    the scheduled k plus one per re-masked token, so the masked count stays on LLaDA's schedule."""
+    n, K, B, eta = 16, 8, 4, 0.6
+    model = tiny()
+    _, trace = sample(model, n, K, remask=eta, remask_schedule=schedule, temperature=1.0, batch_size=B,
+                      generator=torch.Generator().manual_seed(3), return_trace=True)  # fmt: skip
+    replay = torch.Generator().manual_seed(3)
+    filled = torch.zeros(B, n + 1, dtype=torch.bool)
+    remasked_total = 0
+    for j, (step, k) in enumerate(zip(trace, even_split(n, K), strict=True)):
+        t, s = 1 - j / K, 1 - (j + 1) / K
+        u = torch.rand(B, n + 1, generator=replay)
+        torch.multinomial(torch.ones(B * (n + 1), V, dtype=torch.float64), 1, generator=replay)  # the tokens' draws
+        expected = filled & (u < remdm_sigma(t, s, eta, schedule))
+        room = n - sum(even_split(n, K)[:j]) - k  # masked before the step, minus the k it commits
+        for row in range(B):  # never more re-masked than the step can fill again: the smallest draws
+            drawn = expected[row].nonzero().flatten()
+            keep = drawn[u[row, drawn].argsort()[:room]]
+            expected[row] = False
+            expected[row, keep] = True
+        assert torch.equal(step["remasked"], expected)
+        assert step["committed"].sum(dim=1).tolist() == (k + expected.sum(dim=1)).tolist()
+        filled = step["canvas"] != LANG.mask_id
+        filled[:, 0] = False
+        assert (filled.sum(dim=1) == sum(even_split(n, K)[: j + 1])).all()  # on schedule
+        remasked_total += int(expected.sum())
+    assert remasked_total > 0 and not trace[-1]["remasked"].any()
+
+
+def test_the_course_s_stress_test_needs_a_confidence_strategy():
+    with pytest.raises(ValueError, match="'lowest-confidence' needs a confidence strategy"):
+        sample(tiny(), 8, 8, strategy="ancestral", remask=0.25, remask_schedule="lowest-confidence")
+    with pytest.raises(ValueError, match=r"remask_schedule must be one of \('cap', 'rescale', 'lowest-confidence'\)"):
+        sample(tiny(), 8, 8, remask=0.25, remask_schedule="loop")
