@@ -7,6 +7,8 @@ the network on the newest token only. Both produce the same tokens.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from helpers.model import Transformer
@@ -140,3 +142,33 @@ def generate(
         if eos_id is not None and bool(finished.all()):
             return out[:, : end + 1]
     return out[:, : T0 + max_new_tokens]
+
+
+@torch.inference_mode()
+def sampled_log2prob(
+    model: Transformer,
+    tokens: torch.Tensor,
+    prompt_length: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> torch.Tensor:
+    """log2 Q(x) of each row of `tokens` (B, T) under the sampler `generate` runs with these
+    settings, given its first `prompt_length` tokens: the sum over the generated positions of
+    log2 of the filtered, tempered softmax at the token written. One teacher-forced pass gives
+    every conditional at once, which is why an AR sampler's Q(x) is computable (a diffusion
+    sampler's is a sum over every order its positions could have been filled in). (B,) float64."""
+    if not isinstance(model, Transformer) or not model.config.causal:
+        raise ValueError("sampled_log2prob needs a causal helpers.model.Transformer (ModelConfig(causal=True))")
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
+        raise ValueError("tokens must be an int64 tensor of shape (B, T)")
+    prompt_length = check_int(prompt_length, "prompt_length", 1, tokens.size(1) - 1)
+    check_sampling_args(temperature, top_k, top_p)
+    if temperature == 0:
+        raise ValueError("temperature must be > 0: greedy decoding has no distribution to score (Q(x) is 0 or 1)")
+    B, T = tokens.shape
+    logits = model(tokens[:, :-1])[:, prompt_length - 1 :]  # (B, n, V) the conditional of every generated token
+    flat = filter_logits(logits.reshape(-1, logits.size(-1)), top_k, top_p)  # (B*n, V)
+    log_q = torch.log_softmax(flat.double() / temperature, dim=-1).view(B, -1, logits.size(-1))  # (B, n, V)
+    written = tokens[:, prompt_length:, None]  # (B, n, 1)
+    return log_q.gather(-1, written).squeeze(-1).sum(dim=1) / math.log(2)  # (B,)

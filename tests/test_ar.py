@@ -1,7 +1,9 @@
+import math
+
 import pytest
 import torch
 
-from helpers.ar import check_sampling_args, filter_logits, generate, next_token
+from helpers.ar import check_sampling_args, filter_logits, generate, next_token, sampled_log2prob
 from helpers.model import ModelConfig, Transformer
 
 
@@ -306,3 +308,30 @@ def test_check_sampling_args_names_what_is_allowed():
     check_sampling_args(0.5, 3, 0.9)
     with pytest.raises(ValueError, match=r"temperature \(0 = greedy\) must be a finite number >= 0"):
         check_sampling_args(float("nan"), None, None)
+
+
+@pytest.mark.parametrize("settings", [dict(), dict(temperature=0.6), dict(top_p=0.7), dict(temperature=1.3, top_k=3)])
+def test_sampled_log2prob_is_the_distribution_generate_samples_from(settings):
+    """Over every continuation of two tokens the probabilities sum to 1, and generate's draws
+    follow them (the sampler's Q(x), one teacher-forced pass per batch)."""
+    model = Transformer(ModelConfig(vocab_size=5, max_len=8, d_model=16, n_layer=1, n_head=2)).eval()
+    every = torch.cartesian_prod(torch.arange(5), torch.arange(5))  # (25, 2)
+    rows = torch.cat([torch.full((25, 1), 1), every], dim=1)  # prompt token 1, then two generated
+    q = 2.0 ** sampled_log2prob(model, rows, 1, **settings)  # (25,)
+    assert q.sum().item() == pytest.approx(1.0, abs=1e-9)
+    draws = generate(
+        model, torch.ones(4000, 1, dtype=torch.long), 2, generator=torch.Generator().manual_seed(0), **settings
+    )
+    counts = torch.bincount(draws[:, 1] * 5 + draws[:, 2], minlength=25).double() / 4000
+    assert (counts - q).abs().max().item() < 4 * math.sqrt(0.25 / 4000)
+    assert (counts[q == 0] == 0).all()  # filtered tokens are never drawn
+
+
+def test_sampled_log2prob_refuses_what_it_cannot_score():
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        sampled_log2prob(tiny(), torch.ones(2, 4, dtype=torch.long), 1, temperature=0)
+    with pytest.raises(ValueError, match=r"prompt_length must be an int in \[1, 3\]"):
+        sampled_log2prob(tiny(), torch.ones(2, 4, dtype=torch.long), 4)
+    with pytest.raises(ValueError, match="needs a causal"):
+        bidirectional = Transformer(ModelConfig(vocab_size=5, max_len=8, d_model=16, n_layer=1, n_head=2, causal=False))
+        sampled_log2prob(bidirectional, torch.ones(2, 4, dtype=torch.long), 1)
