@@ -5,7 +5,8 @@ toylang      the toy language: an exact, enumerable distribution over sentences;
 model        the transformer (causal or bidirectional), its KV cache and the pass counter
 fixtures     models with random weights in the course's and GPT-2's shapes, for timing
 ar           autoregressive decoding: naive and KV-cached loops, sampling controls
-diffusion    masked diffusion: the ELBO loss and the samplers (LLaDA, Fast-dLLM, MDLM, ReMDM)
+diffusion    masked diffusion: the ELBO loss and the samplers (LLaDA, Fast-dLLM, MDLM, ReMDM);
+             unmasking: the rules of one step (what a pass commits, what ReMDM re-masks)
 train        one training loop for both kinds; `python -m helpers.train ar|mdlm`; train_config
 checkpoints  the shipped checkpoints in data/, checked against their sha256
 measurement  honest timing (warm-up, medians, IQR); machine: caches and memory of this machine;
@@ -17,12 +18,14 @@ costs        what a forward pass reads and computes; ceiling and typical efficie
 hardware     the device table (data/hardware.csv)
 latency      AR and diffusion latency of N tokens, from the cost of every pass
 calibration  published decoding speeds next to the projections of the same setting
-matched_quality  tokens per pass at a fixed validity; `python -m helpers.matched_quality`
+quality      a sampler's documents scored exactly: validity, length, diversity within sentences
+matched_quality  the sweep of every sampler setting, documents kept; `python -m helpers.matched_quality`;
+             matching: tokens per pass at the AR model's quality, on every measure
 bench        (a package) `python -m helpers.bench`: this machine and the course's decoders, measured
 precision    the decode step with fp32, bf16 and int8 weights, timed in turn
 hf_compare   the course decoder against Hugging Face `generate` (needs transformers)
 exercises    (a package) the checks of the notebooks' exercises; solutions: their references
 validation   the argument checks every module shares
 plotting     one figure style; widgets (a package, one module per notebook): the interactive
-             figures; device: CUDA -> MPS -> CPU
+             figures; canvas_figure: a diffusion canvas pass by pass; device: CUDA -> MPS -> CPU
 """

@@ -1,39 +1,40 @@
-"""Speed at matched quality: how many tokens per pass a sampler may commit before quality drops.
+"""The sweep behind speed at matched quality: every sampler setting, every document, scored exactly.
 
 A diffusion sampler is only faster than AR by the passes it skips, and skipping passes costs
-quality (notebook 03). So the number that joins quality to latency is **tokens per pass at a
-fixed quality**: the exact, toy-language version of the dLLM leaderboard's "accuracy under
-parallelism". Every sampler of helpers.diffusion is run on the shipped diffusion model at
-temperature 1 over a grid of settings (K passes, or a confidence threshold tau), and each
-document is scored exactly:
+quality (notebook 03). Every sampler of helpers.diffusion is run on the shipped diffusion model
+at temperature 1 over a grid of settings (K passes, or a confidence threshold tau), and the AR
+model at several temperatures and top-p values, 1024 documents a setting. The file keeps the
+documents themselves (and, per document, the passes that committed one of its tokens; for AR,
+log2 Q(x)), so helpers.quality can score them on every axis: validity, length, diversity.
+helpers.matching then reads off tokens per pass at the AR model's quality.
 
-- valid: the grammar accepts it (helpers.toylang);
-- passes: forward passes that committed at least one of its tokens (threshold decoding adapts);
-- surprisal: -log2 P(document) under the exact language, for valid documents. A sampler that
-  draws from P has mean surprisal equal to the exact entropy, 47.79 bits per 33-position
-  document; a sampler that prefers likely documents (mode-seeking: less diverse) has a lower
-  one. KL(Q || P) itself is out of reach: Q(x) of a diffusion sampler is a sum over every
-  order in which the positions could have been filled.
+Generating the grid takes about half an hour on two cores, so it is shipped:
+`python -m helpers.matched_quality` writes data/matched_quality.json deterministically: chunk c
+of every setting is sampled with torch.Generator().manual_seed(c), the same seeds for every
+setting (common random numbers: differences between settings are not drowned by sampling noise).
+`sweep_run` and `ar_run` reproduce any chunk, and notebook 03 checks one against the file.
 
-Generating the grid takes minutes, so it is shipped: `python -m helpers.matched_quality --out
-data/matched_quality.json` writes it (every document, scored), deterministically: chunk c of
-every setting is sampled with torch.Generator().manual_seed(c), the same seeds for every setting
-(common random numbers: differences between settings are not drowned by sampling noise).
-`sweep_run` reproduces any chunk, and notebook 03 checks one against the file.
+The ReMDM settings (Wang et al. 2025, arXiv:2503.00307) use the eta of the authors' scripts
+(kuleshov-group/remdm: scripts/remdm-cap.sh eta=0.008, scripts/remdm-rescale.sh eta=0.015, both
+for T = L = 1024) and a larger eta of this course's choosing for each schedule (REMDM_ETAS).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import bz2
 import json
-import math
 import sys
+import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from helpers.quality import DocumentScores, Quality, measure, score_documents
 from helpers.toylang import LANG
 from helpers.validation import check_int, check_path
 
@@ -41,77 +42,99 @@ MATCHED_QUALITY_JSON = Path(__file__).resolve().parent.parent / "data" / "matche
 LENGTH = 32  # positions to fill: the course canvas is <bos> + 32
 CHUNK = 128  # documents per seeded chunk
 BUDGETS = (8, 12, 16, 20, 24, 28, 32)  # K for the fixed-budget strategies: 4 to 1 tokens per pass
+ANCESTRAL_EXTRA = (48, 64, 128)  # MDLM skips steps that change nothing: K > 32 reaches fewer tokens per pass
 THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # tau for the threshold strategy
+REMDM_ETAS = {  # (schedule, eta) -> where eta comes from
+    ("cap", 0.008): "ReMDM's scripts/remdm-cap.sh (T = L = 1024)",
+    ("rescale", 0.015): "ReMDM's scripts/remdm-rescale.sh (T = L = 1024)",
+    ("cap", 0.4): "this course: about as many re-maskings per token at K = L = 32 as the script's at 1024",
+    ("rescale", 0.5): "this course: about as many re-maskings per token at K = L = 32 as the script's at 1024",
+}
+STRESS_TEST = "stress test: re-mask the 25 % least sure"  # the course's own schedule, not ReMDM's
 STRATEGIES = {  # name -> keyword arguments of helpers.diffusion.sample, and the grid it is run on
     "confidence": ({}, BUDGETS),
     "random": ({"strategy": "random"}, BUDGETS),
     "confidence, blocks of 8": ({"block_length": 8}, BUDGETS),
-    "confidence + remasking 0.25": ({"remask": 0.25}, BUDGETS),
     "threshold (Fast-dLLM)": ({}, THRESHOLDS),
+    "ancestral (MDLM)": ({"strategy": "ancestral"}, BUDGETS + ANCESTRAL_EXTRA),
+    **{
+        f"{base} + ReMDM-{schedule} {eta}": (extra | {"remask": eta, "remask_schedule": schedule}, BUDGETS)
+        for base, extra in (("MDLM", {"strategy": "ancestral"}), ("confidence", {}))
+        for schedule, eta in REMDM_ETAS
+    },
+    STRESS_TEST: ({"remask": 0.25, "remask_schedule": "lowest-confidence"}, BUDGETS),
+}
+AR_SETTINGS = {  # name -> the keyword of helpers.ar.generate it varies, and its values
+    "AR": ("temperature", (0.5, 0.7, 0.85, 1.0)),
+    "AR, top-p": ("top_p", (0.9, 0.95)),  # at temperature 1
 }
 
 
 @dataclass
 class Run:
-    """One sampler setting, every document scored."""
+    """One sampler setting: its documents, and what they cost in passes."""
 
-    strategy: str  # a key of STRATEGIES, or "AR"
-    setting: float  # K passes, or the threshold tau
-    valid: np.ndarray  # (n,) bool
-    passes: np.ndarray  # (n,) int: passes that committed a token of this document
-    surprisal: np.ndarray  # (n,) float: -log2 P(document), NaN where invalid
-    tokens: int = LENGTH  # positions each document fills
+    strategy: str  # a key of STRATEGIES or AR_SETTINGS
+    setting: float  # K passes, the threshold tau, the temperature or top-p
+    docs: np.ndarray  # (n, 1 + LENGTH) token ids
+    passes: np.ndarray  # (n,) int: passes that committed at least one token of this document
+    log2_q: np.ndarray | None = None  # (n,) log2 Q(x) under the sampler, where computable (AR)
 
     @property
     def n(self) -> int:
-        return len(self.valid)
+        return len(self.docs)
 
     @property
     def tokens_per_pass(self) -> float:
         """Positions filled per pass, over all documents: tokens / mean passes."""
-        return self.tokens / float(np.mean(self.passes))
+        return LENGTH / float(np.mean(self.passes))
+
+    @cached_property
+    def scores(self) -> DocumentScores:
+        return score_documents(self.docs)
+
+    @cached_property
+    def quality(self) -> Quality:
+        return measure(self.scores, LENGTH + 1, self.log2_q)
+
+    @property
+    def valid(self) -> np.ndarray:
+        return self.scores.valid
 
     @property
     def validity(self) -> float:
-        return float(np.mean(self.valid))
+        return self.quality.validity[0]
 
     @property
     def validity_se(self) -> float:
         """Binomial standard error, at least that of one success or failure in n (never 0)."""
-        p = min(max(self.validity, 1 / self.n), 1 - 1 / self.n)
-        return math.sqrt(p * (1 - p) / self.n)
+        return self.quality.validity[1]
 
-    def surprisal_gap(self, entropy_bits: float) -> tuple[float, float]:
-        """(mean surprisal of valid documents - exact entropy, its standard error), bits per document."""
-        s = self.surprisal[~np.isnan(self.surprisal)]
-        if len(s) < 2:
-            return float("nan"), float("nan")
-        return float(s.mean() - entropy_bits), float(s.std(ddof=1) / math.sqrt(len(s)))
+    def subset(self, rows: np.ndarray) -> Run:
+        """The same setting with only the documents `rows` (e.g. a bootstrap resample)."""
+        log2_q = None if self.log2_q is None else self.log2_q[rows]
+        return Run(self.strategy, self.setting, self.docs[rows], self.passes[rows], log2_q)
 
 
 @dataclass
 class Sweep:
-    """Every setting of every strategy, plus the AR model's point (one token per pass)."""
+    """Every setting of every diffusion strategy, and the AR model's settings (one token per pass)."""
 
-    runs: dict[str, list[Run]]  # strategy -> runs ordered by setting
-    ar: Run
-    entropy_bits: float  # exact entropy of a document, bits
-    meta: dict = field(default_factory=dict)  # command, versions, seeds
+    runs: dict[str, list[Run]]  # diffusion strategy -> runs ordered by setting
+    ar_runs: dict[str, list[Run]]  # "AR" (by temperature), "AR, top-p"
+    meta: dict = field(default_factory=dict)  # command, versions, seeds, build time
+
+    @property
+    def ar(self) -> Run:
+        """The AR model at temperature 1: the quality every diffusion setting is matched against."""
+        return next(r for r in self.ar_runs["AR"] if r.setting == 1.0)
 
 
-# ----------------------------------------------------------------------------- sampling and scoring
-
-
-def score(docs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """(valid, surprisal in bits) of each row of docs (B, 1 + LENGTH); surprisal NaN where invalid."""
-    probs = np.array([LANG.document_prob(d) for d in docs])
-    surprisal = np.full(len(probs), np.nan)
-    surprisal[probs > 0] = -np.log2(probs[probs > 0])
-    return probs > 0, surprisal
+# ----------------------------------------------------------------------------- sampling
 
 
 def sweep_run(dllm, strategy: str, setting: float, chunk: int, n_docs: int = CHUNK) -> Run:
-    """Chunk `chunk` of one setting: n_docs documents sampled with seed `chunk`, scored."""
+    """Chunk `chunk` of one diffusion setting: n_docs documents sampled with seed `chunk`."""
     from helpers.diffusion import sample
 
     if not isinstance(strategy, str) or strategy not in STRATEGIES:
@@ -129,119 +152,56 @@ def sweep_run(dllm, strategy: str, setting: float, chunk: int, n_docs: int = CHU
         dllm, LENGTH, steps, batch_size=n_docs, temperature=1.0, generator=generator, return_trace=True, **kwargs
     )
     passes = torch.stack([step["committed"].any(dim=1) for step in trace]).sum(dim=0)  # (n,)
-    valid, surprisal = score(docs)
-    return Run(strategy, setting, valid, passes.numpy(), surprisal)
+    return Run(strategy, setting, docs.numpy(), passes.numpy())
 
 
-def ar_run(ar_model, chunk: int, n_docs: int = CHUNK) -> Run:
-    """n_docs documents from the AR model at temperature 1 (seed `chunk`): one token per pass."""
-    from helpers.ar import generate
+def ar_run(ar_model, strategy: str, setting: float, chunk: int, n_docs: int = CHUNK) -> Run:
+    """Chunk `chunk` of one AR setting (seed `chunk`): one token per pass, with log2 Q(x)."""
+    from helpers.ar import generate, sampled_log2prob
 
-    generator = torch.Generator().manual_seed(chunk)
-    docs = generate(ar_model, torch.full((n_docs, 1), LANG.bos_id), LENGTH, generator=generator)
-    valid, surprisal = score(docs)
-    return Run("AR", 1, valid, np.full(n_docs, LENGTH), surprisal)
+    if not isinstance(strategy, str) or strategy not in AR_SETTINGS:
+        raise ValueError(f"strategy must be one of {list(AR_SETTINGS)}, got {strategy!r}")
+    keyword, grid = AR_SETTINGS[strategy]
+    if setting not in grid:
+        raise ValueError(f"setting for {strategy!r} must be one of {grid}, got {setting!r}")
+    chunk, n_docs = check_int(chunk, "chunk", 0), check_int(n_docs, "n_docs", 1)
+    kwargs = {keyword: setting}
+    prompt = torch.full((n_docs, 1), LANG.bos_id)
+    docs = generate(ar_model, prompt, LENGTH, generator=torch.Generator().manual_seed(chunk), **kwargs)
+    log2_q = sampled_log2prob(ar_model, docs, 1, **kwargs).numpy()
+    return Run(strategy, setting, docs.numpy(), np.full(n_docs, LENGTH), log2_q)
 
 
 def _concat(runs: list[Run]) -> Run:
-    first = runs[0]
-    return Run(
-        first.strategy,
-        first.setting,
-        np.concatenate([r.valid for r in runs]),
-        np.concatenate([r.passes for r in runs]),
-        np.concatenate([r.surprisal for r in runs]),
-    )
+    first, q = runs[0], [r.log2_q for r in runs]
+    log2_q = None if q[0] is None else np.concatenate(q)
+    docs = np.concatenate([r.docs for r in runs])
+    return Run(first.strategy, first.setting, docs, np.concatenate([r.passes for r in runs]), log2_q)
 
 
-# ----------------------------------------------------------------------------- tokens per pass at a fixed validity
+# ----------------------------------------------------------------------------- the shipped file
 
 
-def crossing(points: list[tuple[float, float]], target: float) -> float | None:
-    """The tokens per pass at which validity falls below `target`, reading the points (tokens per
-    pass, validity) from the slowest setting up: linear interpolation between the last point at
-    or above the target and the first below it. None if even the slowest point is below it;
-    +inf if no point falls below (the target holds at every rate measured)."""
-    points = sorted(points)
-    if not points or points[0][1] < target:
-        return None
-    for (x0, v0), (x1, v1) in zip(points, points[1:], strict=False):
-        if v1 < target:
-            return x0 + (v0 - target) * (x1 - x0) / (v0 - v1)
-    return math.inf
+def _pack(array: np.ndarray) -> str:
+    return base64.b64encode(bz2.compress(np.ascontiguousarray(array, dtype=np.uint8).tobytes(), 9)).decode()
 
 
-@dataclass
-class AtQuality:
-    """Tokens per pass a strategy allows at a validity target, with a bootstrap standard error."""
-
-    strategy: str
-    target: float
-    tokens_per_pass: float | None  # None: not reached at any setting; inf: held at every setting
-    se: float  # bootstrap standard error (documents resampled within each setting); NaN if undefined
-    best_validity: float  # the highest validity of any setting (to say how far it is when not reached)
-    bracket: tuple[float, float] | None = None  # the two measured rates the crossing lies between
-
-    def __str__(self) -> str:
-        if self.tokens_per_pass is None:
-            return f"never (best {100 * self.best_validity:.1f} %)"
-        if math.isinf(self.tokens_per_pass):
-            return "held at every rate measured"
-        return f"{self.tokens_per_pass:.3f} ± {self.se:.3f}"
-
-
-def tokens_per_pass_at(runs: list[Run], target: float, *, boot: int = 200, seed: int = 0) -> AtQuality:
-    """Where validity crosses `target` (e.g. 0.99) as tokens per pass grow, and its standard error
-    from `boot` bootstrap resamples of the documents of every setting. The error covers sampling
-    noise only, not the straight line drawn between the two measured rates around the crossing
-    (`bracket`): where those are far apart, the bracket is the honest resolution."""
-    runs = list(runs) if hasattr(runs, "__iter__") and not isinstance(runs, str) else [runs]
-    if not all(isinstance(r, Run) for r in runs):
-        raise ValueError(f"runs must be a list of Run (e.g. load_sweep().runs[strategy]), got {runs!r:.80}")
-    if not runs:
-        raise ValueError("runs must hold at least one Run")
-    if not (isinstance(target, float) and 0 < target < 1):
-        raise ValueError(f"target must be a validity in (0, 1), e.g. 0.99, got {target!r}")
-    boot, seed = check_int(boot, "boot", 0), check_int(seed, "seed", 0)
-    value = crossing([(r.tokens_per_pass, r.validity) for r in runs], target)
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(boot):
-        points = []
-        for r in runs:
-            pick = rng.integers(0, r.n, r.n)
-            points.append((r.tokens / r.passes[pick].mean(), r.valid[pick].mean()))
-        draws.append(crossing(points, target))
-    finite = [d for d in draws if d is not None and math.isfinite(d)]
-    se = float(np.std(finite, ddof=1)) if value is not None and math.isfinite(value) and len(finite) > 1 else math.nan
-    bracket = None
-    if value is not None and math.isfinite(value):
-        rates = sorted(r.tokens_per_pass for r in runs)
-        bracket = (max(x for x in rates if x <= value), min(x for x in rates if x >= value))
-    return AtQuality(runs[0].strategy, target, value, se, max(r.validity for r in runs), bracket)
-
-
-# ----------------------------------------------------------------------------- the shipped sweep
+def _unpack(text: str, shape: tuple[int, ...]) -> np.ndarray:
+    return np.frombuffer(bz2.decompress(base64.b64decode(text)), dtype=np.uint8).reshape(shape).astype(np.int64)
 
 
 def _run_to_json(run: Run) -> dict:
-    return {
-        "strategy": run.strategy,
-        "setting": run.setting,
-        "valid": "".join("1" if v else "0" for v in run.valid),
-        "passes": run.passes.astype(int).tolist(),
-        "surprisal": [None if np.isnan(s) else round(float(s), 3) for s in run.surprisal],
-    }
+    out = {"strategy": run.strategy, "setting": run.setting, "n": run.n}
+    out |= {"docs": _pack(run.docs), "passes": _pack(run.passes)}
+    if run.log2_q is not None:
+        out["log2_q"] = [round(float(x), 4) for x in run.log2_q]
+    return out
 
 
 def _run_from_json(d: dict) -> Run:
-    return Run(
-        d["strategy"],
-        d["setting"],
-        np.array([c == "1" for c in d["valid"]]),
-        np.array(d["passes"]),
-        np.array([np.nan if s is None else s for s in d["surprisal"]], dtype=float),
-    )
+    n = d["n"]
+    log2_q = np.array(d["log2_q"]) if "log2_q" in d else None
+    return Run(d["strategy"], d["setting"], _unpack(d["docs"], (n, LENGTH + 1)), _unpack(d["passes"], (n,)), log2_q)
 
 
 def load_sweep(path: str | Path | None = None) -> Sweep:
@@ -250,36 +210,41 @@ def load_sweep(path: str | Path | None = None) -> Sweep:
     if not path.is_file():
         raise ValueError(f"{path.name} not found; rebuild it with: python -m helpers.matched_quality")
     data = json.loads(path.read_text())
+    if data.get("format") != 2:
+        raise ValueError(f"{path.name} is in an older format; rebuild it with: python -m helpers.matched_quality")
     runs: dict[str, list[Run]] = {}
+    ar_runs: dict[str, list[Run]] = {}
     for d in data["runs"]:
-        runs.setdefault(d["strategy"], []).append(_run_from_json(d))
-    return Sweep(runs, _run_from_json(data["ar"]), data["entropy_bits"], data["meta"])
+        (ar_runs if d["strategy"] in AR_SETTINGS else runs).setdefault(d["strategy"], []).append(_run_from_json(d))
+    return Sweep(runs, ar_runs, data["meta"])
 
 
 def build_sweep(chunks: int = 8, progress=None) -> dict:
-    """Run every setting of STRATEGIES for `chunks` chunks of CHUNK documents, and the AR model:
+    """Run every setting of STRATEGIES and AR_SETTINGS for `chunks` chunks of CHUNK documents:
     the JSON-ready dict that load_sweep reads."""
     from helpers.checkpoints import load_pretrained
 
     dllm, ar_model = load_pretrained("mdlm"), load_pretrained("ar")
-    runs = []
-    for strategy, (_, grid) in STRATEGIES.items():
-        for setting in grid:
-            if progress:
-                progress(f"{strategy}, setting {setting}")
-            runs.append(_concat([sweep_run(dllm, strategy, setting, c) for c in range(chunks)]))
-    ar = _concat([ar_run(ar_model, c) for c in range(chunks)])
+    start, runs = time.perf_counter(), []
+    for table, run_chunk, model in ((AR_SETTINGS, ar_run, ar_model), (STRATEGIES, sweep_run, dllm)):
+        for strategy, (_, grid) in table.items():
+            for setting in grid:
+                if progress:
+                    progress(f"{strategy}, setting {setting} ({time.perf_counter() - start:.0f} s)")
+                runs.append(_concat([run_chunk(model, strategy, setting, c) for c in range(chunks)]))
     return {
+        "format": 2,
         "meta": {
-            "command": f"python -m helpers.matched_quality --chunks {chunks} --out data/matched_quality.json",
+            "command": "python -m helpers.matched_quality" + (f" --chunks {chunks}" if chunks != 8 else ""),
             "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "build_seconds": round(time.perf_counter() - start),
             "documents_per_setting": chunks * CHUNK,
             "seeds": f"chunk c of every setting: torch.Generator().manual_seed(c), c = 0 .. {chunks - 1}",
-            "temperature": 1.0,
+            "temperature": "1 for every diffusion setting; AR as its setting says",
+            "remdm_eta_sources": {f"{s} {eta}": why for (s, eta), why in REMDM_ETAS.items()},
         },
-        "entropy_bits": LANG.document_entropy_bits(LENGTH + 1),
         "runs": [_run_to_json(r) for r in runs],
-        "ar": _run_to_json(ar),
     }
 
 
@@ -288,7 +253,7 @@ def main(argv=None) -> None:
     parser.add_argument("--chunks", type=int, default=8, help=f"chunks of {CHUNK} documents per setting")
     parser.add_argument("--out", default=str(MATCHED_QUALITY_JSON), help="where to write the JSON")
     args = parser.parse_args(argv)
-    result = build_sweep(args.chunks, progress=lambda s: print(s, file=sys.stderr))
+    result = build_sweep(args.chunks, progress=lambda s: print(s, file=sys.stderr, flush=True))
     Path(args.out).write_text(json.dumps(result, separators=(",", ":")) + "\n")
 
 

@@ -1,0 +1,177 @@
+"""Tokens per pass at the AR model's quality, matched on every measure (or on some, to compare).
+
+A diffusion setting matches the AR model when, on its valid documents (helpers.quality):
+
+- validity: it is at least `Target.validity` (0.99: the AR model's 99.3 %, rounded down);
+- length: its sentences per document are within `length_tolerance` of the AR model's;
+- diversity: its within-sentence gap is no lower than the AR model's by more than
+  `gap_tolerance` (a higher gap, less likely sentences, is not mode-seeking, so it passes).
+
+The tolerances come from the standard errors: twice the standard error of a difference between
+two settings of the AR model's size (2 x sqrt(2) x the AR model's own standard error), so a
+setting that truly matches passes each test about 19 times in 20. Reading the settings of one
+strategy from the slowest up, each measure's margin (positive: it holds) is interpolated to the
+rate where it reaches 0, as `crossing` does; the setting matches up to the first such rate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from helpers.toylang import LANG
+from helpers.validation import check_fraction, check_int, check_positive
+
+MEASURES = ("validity", "length", "diversity")
+
+
+def crossing(points: list[tuple[float, float]], target: float) -> float | None:
+    """The tokens per pass at which a measure falls below `target`, reading the points (tokens per
+    pass, value) from the slowest setting up: linear interpolation between the last point at or
+    above the target and the first below it. None if even the slowest point is below it; +inf if
+    no point falls below (the target holds at every rate measured)."""
+    points = sorted(points)
+    if not points or points[0][1] < target:
+        return None
+    for (x0, v0), (x1, v1) in zip(points, points[1:], strict=False):
+        if v1 < target:
+            return x0 + (v0 - target) * (x1 - x0) / (v0 - v1)
+    return math.inf
+
+
+@dataclass(frozen=True)
+class Target:
+    """How close to the reference (the AR model at temperature 1) a setting must come on each
+    measure. The reference's own values are measured on its documents (again on every bootstrap
+    resample of them), so they are not stored here."""
+
+    validity: float  # the lowest validity that matches
+    length_tolerance: float  # the largest |difference| in sentences per document that matches
+    gap_tolerance: float  # how much lower a within-sentence gap may be and still match, bits per sentence
+
+
+def target_from(reference, validity: float = 0.99, z: float = 2.0) -> Target:
+    """The target a Run (the AR model at temperature 1) sets: tolerances z * sqrt(2) * its standard
+    errors (those of a difference between two samples of its size), rounded up to the next hundredth."""
+    validity = check_fraction(validity, "validity (the lowest that matches, e.g. 0.99)", allow_one=False)
+    z = check_positive(z, "z (standard errors of a difference a match may differ by)")
+    q = reference.quality
+    length_tolerance, gap_tolerance = (math.ceil(100 * z * math.sqrt(2) * se) / 100 for se in
+                                       (q.sentences[1], q.sentence_gap[1]))  # fmt: skip
+    return Target(validity, length_tolerance, gap_tolerance)
+
+
+@dataclass
+class _Docs:
+    """What the measures need of each document, so a bootstrap only reindexes arrays."""
+
+    valid: np.ndarray
+    sentences: np.ndarray
+    bits: np.ndarray  # sum of -log2 P(s) over the sentences (0 where invalid)
+    passes: np.ndarray
+    positions: int  # positions each document fills
+
+    @classmethod
+    def of(cls, run) -> _Docs:
+        s = run.scores
+        bits = np.nan_to_num(np.nansum(s.sentence_bits, axis=1))
+        return cls(s.valid, s.sentences.astype(float), bits, run.passes, run.docs.shape[1] - 1)
+
+    def values(self, rows=slice(None)) -> tuple[float, float, float, float]:
+        """(tokens per pass, validity, sentences per valid document, within-sentence gap)."""
+        valid, count = self.valid[rows], self.sentences[rows]
+        n_valid = count[valid].sum()
+        mean_sentences = count[valid].mean() if valid.any() else math.nan
+        gap = self.bits[rows][valid].sum() / n_valid - LANG.entropy_bits() if n_valid else math.nan
+        return self.positions / self.passes[rows].mean(), valid.mean(), mean_sentences, gap
+
+
+def _margins(values, ref_values, target: Target) -> dict[str, float]:
+    """Positive where the measure holds. NaN measures (no valid document) fail."""
+    _, validity, sentences, gap = values
+    _, _, ref_sentences, ref_gap = ref_values
+    margins = {
+        "validity": validity - target.validity,
+        "length": target.length_tolerance - abs(sentences - ref_sentences),
+        "diversity": gap - ref_gap + target.gap_tolerance,
+    }
+    return {k: (-math.inf if math.isnan(v) else v) for k, v in margins.items()}
+
+
+def margins(run, reference, target: Target) -> dict[str, float]:
+    """How far one setting is inside the target on each measure (positive: it matches there):
+    validity above target.validity; length tolerance minus |difference| in sentences per
+    document; within-sentence gap minus the reference's, plus the gap tolerance."""
+    if not isinstance(target, Target):
+        raise ValueError(f"target must be a helpers.matching.Target (see target_from), got {type(target).__name__}")
+    return _margins(_Docs.of(run).values(), _Docs.of(reference).values(), target)
+
+
+def _matched_rate(points, measures) -> tuple[float | None, str | None]:
+    """(rate up to which every measure holds, the measure that ends it)."""
+    rates = {m: crossing([(x, margin[m]) for x, margin in points], 0.0) for m in measures}
+    if any(r is None for r in rates.values()):
+        return None, next(m for m in measures if rates[m] is None)
+    binding = min(measures, key=lambda m: rates[m])
+    return rates[binding], (None if math.isinf(rates[binding]) else binding)
+
+
+@dataclass
+class AtQuality:
+    """Tokens per pass a strategy allows at the target, on the measures named."""
+
+    strategy: str
+    measures: tuple[str, ...]
+    tokens_per_pass: float | None  # None: no setting matches; inf: every setting does
+    se: float  # bootstrap standard error (documents resampled in every setting); NaN if undefined
+    limited_by: str | None  # the measure that ends the match (or, for None, that fails even the slowest)
+    bracket: tuple[float, float] | None = None  # the two measured rates the crossing lies between
+
+    def __str__(self) -> str:
+        if self.tokens_per_pass is None:
+            return f"never ({self.limited_by})"
+        if math.isinf(self.tokens_per_pass):
+            return "every rate measured"
+        return f"{self.tokens_per_pass:.2f} ± {self.se:.2f}"
+
+
+def tokens_per_pass_at(runs, reference, target: Target, measures=MEASURES, *, boot=200, seed=0) -> AtQuality:
+    """Where the strategy `runs` stops matching `reference` (a Run: AR at temperature 1) on
+    `measures`, interpolated between settings, with a standard error from `boot` bootstrap
+    resamples of the documents of every setting and of the reference. The error covers sampling
+    noise only, not the straight line drawn between the two settings around the crossing
+    (`bracket`): where those are far apart, the bracket is the honest resolution."""
+    runs = list(runs) if isinstance(runs, list | tuple) else runs
+    if not isinstance(runs, list) or not runs or not all(hasattr(r, "scores") for r in runs):
+        raise ValueError(f"runs must be a non-empty list of Run (e.g. load_sweep().runs[name]), got {runs!r:.80}")
+    if not isinstance(target, Target):
+        raise ValueError(f"target must be a helpers.matching.Target (see target_from), got {type(target).__name__}")
+    measures = tuple(measures)
+    if not measures or any(m not in MEASURES for m in measures):
+        raise ValueError(f"measures must be a non-empty subset of {MEASURES}, got {measures!r}")
+    boot, seed = check_int(boot, "boot", 0), check_int(seed, "seed", 0)
+    docs, ref = [_Docs.of(r) for r in runs], _Docs.of(reference)
+
+    def rate(picks, ref_rows):
+        ref_values = ref.values(ref_rows)
+        points = [
+            (v[0], _margins(v, ref_values, target)) for v in (d.values(p) for d, p in zip(docs, picks, strict=True))
+        ]
+        return _matched_rate(points, measures)
+
+    value, limited_by = rate([slice(None)] * len(docs), slice(None))
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(boot):
+        picks = [rng.integers(0, len(d.valid), len(d.valid)) for d in docs]
+        draws.append(rate(picks, rng.integers(0, len(ref.valid), len(ref.valid)))[0])
+    finite = [d for d in draws if d is not None and math.isfinite(d)]
+    defined = value is not None and math.isfinite(value) and len(finite) > 1
+    se = float(np.std(finite, ddof=1)) if defined else math.nan
+    bracket = None
+    if value is not None and math.isfinite(value):
+        rates = sorted(r.tokens_per_pass for r in runs)
+        bracket = (max(x for x in rates if x <= value), min(x for x in rates if x >= value))
+    return AtQuality(runs[0].strategy, measures, value, se, limited_by, bracket)
