@@ -133,20 +133,25 @@ class Sweep:
 # ----------------------------------------------------------------------------- sampling
 
 
+def _check_setting(table: dict, strategy, setting, chunk, n_docs):
+    """(the table's entry for `strategy`, chunk, n_docs), each checked."""
+    if not isinstance(strategy, str) or strategy not in table:
+        raise ValueError(f"strategy must be one of {list(table)}, got {strategy!r}")
+    entry = table[strategy]
+    if setting not in entry[1]:
+        raise ValueError(f"setting for {strategy!r} must be one of {entry[1]}, got {setting!r}")
+    return entry, check_int(chunk, "chunk", 0), check_int(n_docs, "n_docs", 1)
+
+
 def sweep_run(dllm, strategy: str, setting: float, chunk: int, n_docs: int = CHUNK) -> Run:
     """Chunk `chunk` of one diffusion setting: n_docs documents sampled with seed `chunk`."""
     from helpers.diffusion import sample
 
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
-    kwargs, grid = STRATEGIES[strategy]
-    if setting not in grid:
-        raise ValueError(f"setting for {strategy!r} must be one of {grid}, got {setting!r}")
+    (kwargs, _), chunk, n_docs = _check_setting(STRATEGIES, strategy, setting, chunk, n_docs)
     if strategy.startswith("threshold"):
         steps, kwargs = LENGTH, {**kwargs, "threshold": setting}
     else:
         steps = int(setting)
-    chunk, n_docs = check_int(chunk, "chunk", 0), check_int(n_docs, "n_docs", 1)
     generator = torch.Generator().manual_seed(chunk)
     docs, trace = sample(
         dllm, LENGTH, steps, batch_size=n_docs, temperature=1.0, generator=generator, return_trace=True, **kwargs
@@ -159,12 +164,7 @@ def ar_run(ar_model, strategy: str, setting: float, chunk: int, n_docs: int = CH
     """Chunk `chunk` of one AR setting (seed `chunk`): one token per pass, with log2 Q(x)."""
     from helpers.ar import generate, sampled_log2prob
 
-    if not isinstance(strategy, str) or strategy not in AR_SETTINGS:
-        raise ValueError(f"strategy must be one of {list(AR_SETTINGS)}, got {strategy!r}")
-    keyword, grid = AR_SETTINGS[strategy]
-    if setting not in grid:
-        raise ValueError(f"setting for {strategy!r} must be one of {grid}, got {setting!r}")
-    chunk, n_docs = check_int(chunk, "chunk", 0), check_int(n_docs, "n_docs", 1)
+    (keyword, _), chunk, n_docs = _check_setting(AR_SETTINGS, strategy, setting, chunk, n_docs)
     kwargs = {keyword: setting}
     prompt = torch.full((n_docs, 1), LANG.bos_id)
     docs = generate(ar_model, prompt, LENGTH, generator=torch.Generator().manual_seed(chunk), **kwargs)
