@@ -16,7 +16,7 @@ setting (common random numbers: differences between settings are not drowned by 
 
 The ReMDM settings (Wang et al. 2025, arXiv:2503.00307) use the eta of the authors' scripts
 (kuleshov-group/remdm: scripts/remdm-cap.sh eta=0.008, scripts/remdm-rescale.sh eta=0.015, both
-for T = L = 1024) and a larger eta of this course's choosing for each schedule (REMDM_ETAS).
+for 1024 sampling steps over 1024 tokens) and a larger eta of this course's choosing for each schedule (REMDM_ETAS).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ BUDGETS = (8, 12, 16, 20, 24, 28, 32)  # K for the fixed-budget strategies: 4 to
 ANCESTRAL_EXTRA = (48, 64, 128)  # MDLM skips steps that change nothing: K > 32 reaches fewer tokens per pass
 THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # tau for the threshold strategy
 REMDM_ETAS = {  # (schedule, eta) -> where eta comes from
-    ("cap", 0.008): "ReMDM's scripts/remdm-cap.sh (T = L = 1024)",
-    ("rescale", 0.015): "ReMDM's scripts/remdm-rescale.sh (T = L = 1024)",
-    ("cap", 0.4): "this course: about as many re-maskings per token at K = L = 32 as the script's at 1024",
-    ("rescale", 0.5): "this course: about as many re-maskings per token at K = L = 32 as the script's at 1024",
+    ("cap", 0.008): "ReMDM's scripts/remdm-cap.sh (1024 steps over 1024 tokens)",
+    ("rescale", 0.015): "ReMDM's scripts/remdm-rescale.sh (1024 steps over 1024 tokens)",
+    ("cap", 0.4): "this course: about as many re-maskings per token in 32 passes as the script's in 1024 steps",
+    ("rescale", 0.5): "this course: about as many re-maskings per token in 32 passes as the script's in 1024 steps",
 }
 STRESS_TEST = "stress test: re-mask the 25 % least sure"  # the course's own schedule, not ReMDM's
 STRATEGIES = {  # name -> keyword arguments of helpers.diffusion.sample, and the grid it is run on

@@ -66,7 +66,7 @@ def score_documents(docs) -> DocumentScores:
     keys = LANG._row_keys(grid)
     table_keys, probs = LANG._table_keys, LANG.support()[1]
     at = np.searchsorted(table_keys, keys).clip(max=len(table_keys) - 1)
-    found = (table_keys[at] == keys) & (lengths <= width - 1)  # (G,) a sentence of the language
+    found = table_keys[at] == keys  # (G,) a sentence of the language (one longer than a row lost its terminal)
     bits = np.where(found, -np.log2(probs[at]), np.nan)  # (G,)
 
     n_sentences = np.bincount(rows, minlength=n)  # (n,)

@@ -315,6 +315,8 @@ def test_sampled_log2prob_is_the_distribution_generate_samples_from(settings):
     """Over every continuation of two tokens the probabilities sum to 1, and generate's draws
     follow them (the sampler's Q(x), one teacher-forced pass per batch)."""
     model = Transformer(ModelConfig(vocab_size=5, max_len=8, d_model=16, n_layer=1, n_head=2)).eval()
+    with torch.no_grad():
+        model.head.weight.mul_(8.0)  # spread the logits, so that temperature and top-p change the distribution
     every = torch.cartesian_prod(torch.arange(5), torch.arange(5))  # (25, 2)
     rows = torch.cat([torch.full((25, 1), 1), every], dim=1)  # prompt token 1, then two generated
     q = 2.0 ** sampled_log2prob(model, rows, 1, **settings)  # (25,)

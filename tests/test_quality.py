@@ -30,7 +30,7 @@ def corrupted(n=3000, seed=0):
     edge = np.full((4, 33), LANG.eos_id)
     edge[:, 0] = LANG.bos_id  # all padding: nothing fits? no, everything fits: invalid
     edge[1, 0] = LANG.stoi["the"]  # no <bos>
-    edge[2, 1:4] = LANG.encode("the cat .")  # too much padding after one short sentence
+    edge[2, 1:5] = LANG.encode("the cat sleeps .")  # a valid sentence, then more padding than any stop allows
     edge[3, 1:] = LANG.mask_id
     return np.concatenate([docs, bad, noise, edge])
 
