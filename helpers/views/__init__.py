@@ -1,4 +1,4 @@
-"""Tables and static figures the notebooks show, one module per notebook: presentation only.
+"""Tables and static figures the notebooks show, grouped by notebook and section: presentation only.
 
 The notebooks write the ideas by hand (samplers, decoders, measurements); what is left to these
 modules is the printing and plotting around them, so that a notebook's cells stay short. Every

@@ -1,0 +1,111 @@
+"""Notebook 03, section 6: the editor (ReMDM) measured in the sweep, and one repaired document."""
+
+from __future__ import annotations
+
+import math
+
+from helpers.matched_quality import BUDGETS, Run, Sweep
+from helpers.toylang import LANG
+from helpers.views.sweep import check_sweep, pct, short
+
+
+def _editor_label(name: str) -> str:
+    return name.split(" + ")[1] if " + " in name else "stress test"
+
+
+def editor_table(sweep: Sweep, base: str, editors: list[str]) -> str:
+    """Validity of `base` at each K and, for every editor, its validity and its difference from
+    `base` at the same K (± the standard error of the difference)."""
+    sweep = check_sweep(sweep)
+    if base not in sweep.runs or not editors or any(e not in sweep.runs for e in editors):
+        raise ValueError(f"base and editors must be strategies of the sweep ({list(sweep.runs)})")
+    lines = [f"valid % (± se), 1024 documents; {base}, then each editor: its difference from it at the same K"]
+    lines.append(
+        f"{'K':>3} {'tok/pass':>8} {base.split()[0]:>10s}" + "".join(f"{_editor_label(e):>24s}" for e in editors)
+    )
+    for k in BUDGETS:
+        b = next(r for r in sweep.runs[base] if r.setting == k)
+        line = f"{k:>3} {b.tokens_per_pass:8.2f} {pct(b):>10s}"
+        for e in editors:
+            r = next(r for r in sweep.runs[e] if r.setting == k)
+            diff, se = 100 * (r.validity - b.validity), 100 * math.hypot(r.validity_se, b.validity_se)
+            line += f"{100 * r.validity:>11.1f} {diff:+6.1f} ± {se:3.1f}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def interpolated_validity(runs: list[Run], rate: float) -> tuple[float, float] | None:
+    """Validity (and its standard error) of a strategy at `rate` tokens per pass, on the straight
+    line between its two settings around it; None outside the rates measured."""
+    points = sorted((r.tokens_per_pass, r.validity, r.validity_se) for r in runs)
+    for (x0, v0, e0), (x1, v1, e1) in zip(points, points[1:], strict=False):
+        if x0 <= rate <= x1:
+            w = (rate - x0) / (x1 - x0)
+            return (1 - w) * v0 + w * v1, math.hypot((1 - w) * e0, w * e1)
+    return None
+
+
+def equal_passes_table(sweep: Sweep, editors: list[str], base: str = "ancestral (MDLM)") -> str:
+    """Each editor's validity minus `base`'s at the same counted passes, read off `base`'s curve."""
+    sweep = check_sweep(sweep)
+    lines = [f"at the same counted passes: editor minus {short(base)} read off its own curve"]
+    for e in editors:
+        cells = []
+        for r in sweep.runs[e]:
+            at = interpolated_validity(sweep.runs[base], r.tokens_per_pass)
+            if at is not None:
+                diff, se = 100 * (r.validity - at[0]), 100 * math.hypot(r.validity_se, at[1])
+                cells.append(f"{r.tokens_per_pass:.2f}: {diff:+5.1f} ± {se:.1f}")
+        lines.append(f"  {_editor_label(e):17s} " + "   ".join(cells))
+    return "\n".join(lines)
+
+
+def find_repair(trace: list[dict], docs) -> tuple[int, int, int, int]:
+    """A revision that repaired a city name: (document, position, pass that first wrote it, pass
+    that last wrote it), where putting the first token back would make the final document invalid."""
+    valid = [LANG.document_is_valid(d) for d in docs]
+    cities = set(LANG.grammar.cities)
+    for p, step in enumerate(trace):
+        for row, pos in step["revised"].nonzero().tolist():
+            first = max(k for k in range(p) if trace[k]["committed"][row, pos])
+            undone = docs[row].clone()
+            undone[pos] = trace[first]["canvas"][row, pos]
+            words = [LANG.vocab[t] for t in docs[row].tolist()]
+            in_city = (words[pos - 1], words[pos]) in cities or (words[pos], words[pos + 1]) in cities
+            if valid[row] and in_city and not LANG.document_is_valid(undone):
+                last = max(k for k in range(len(trace)) if trace[k]["committed"][row, pos])
+                return row, pos, first, last
+    raise ValueError("no revision in this trace repaired a city name; sample more documents")
+
+
+def remaskings_table() -> str:
+    """How often each ReMDM setting of the sweep re-masks a token over a run (the scripts' eta over
+    their own 1024 steps too, the only column their values were tuned for)."""
+    from helpers.matched_quality import REMDM_ETAS
+    from helpers.unmasking import remdm_remaskings_per_token
+
+    lines = [
+        f"{'schedule':16s} {'re-maskings per token over a run of':>38s}",
+        f"{'':16s} {'1024 steps':>10s} {'K = 8':>8s} {'K = 16':>8s} {'K = 32':>8s}",
+    ]
+    for (schedule, eta), source in REMDM_ETAS.items():
+        counts = [remdm_remaskings_per_token(eta, schedule, k) for k in (1024, 8, 16, 32)]
+        scripts = source.startswith("ReMDM")
+        cells = [f"{counts[0]:>9.2f}" if scripts else f"{'-':>9s}"] + [f"{c:>9.2f}" for c in counts[1:]]
+        lines.append(f"{schedule + ' ' + str(eta):16s} " + "".join(cells) + f"   {source.split(':')[0]}")
+    return "\n".join(lines)
+
+
+def draw_repair(trace: list[dict], docs, show) -> None:
+    """Draw the document of find_repair pass by pass around the repaired position (the passes from
+    its first writing to its last) and print the position's first and final token and the document."""
+    from helpers.canvas_figure import draw_canvas_history
+    from helpers.plotting import new_figure
+
+    row, pos, first, last = find_repair(trace, docs)
+    fig, ax = new_figure(figsize=(9, 0.36 * (last - first + 2) + 0.7))
+    draw_canvas_history(ax, trace, row, range(pos - 8, pos + 3), range(first, last + 2))
+    ax.set_title("One document edited: blue written, amber outline re-masked, red rewritten", loc="left", fontsize=10)
+    before, after = LANG.vocab[trace[first]["canvas"][row, pos]], LANG.vocab[docs[row, pos]]
+    print(f"position {pos}: '{before}' in pass {first + 1}, '{after}' at the end")
+    print(f"final: {show(docs[row])}")

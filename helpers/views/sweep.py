@@ -1,0 +1,321 @@
+"""Notebook 03, section 5: the sampler sweep's tables and figures (the editor's are in views.editor).
+
+Every number comes from the sweep (helpers.matched_quality.load_sweep), scored by
+helpers.quality and matched by helpers.matching; these functions only lay it out."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from helpers.calibration import load_parallelism
+from helpers.matched_quality import BUDGETS, Run, Sweep
+from helpers.matching import MEASURES, Target, margins, tokens_per_pass_at
+from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
+from helpers.quality import ExactDocuments, decompose
+from helpers.toylang import LANG
+
+STYLE = {  # strategy -> (short name, colour, marker): the same in every figure of the notebook
+    "confidence": ("confidence", DLLM_COLOR, "o"),
+    "random": ("random", ACCENT_COLOR, "s"),
+    "confidence, blocks of 8": ("blocks of 8", "#7d3c98", "^"),
+    "threshold (Fast-dLLM)": ("threshold", "black", "D"),
+    "ancestral (MDLM)": ("MDLM", "#148f77", "v"),
+}
+MAIN = list(STYLE)
+RELAXED = {"validity only": ("validity",), "validity + length": ("validity", "length"), "matched: all three": MEASURES}
+
+
+def check_sweep(sweep) -> Sweep:
+    if not isinstance(sweep, Sweep):
+        raise ValueError(f"sweep must be a helpers.matched_quality.Sweep (load_sweep()), got {type(sweep).__name__}")
+    return sweep
+
+
+def short(name: str) -> str:
+    return STYLE[name][0] if name in STYLE else name
+
+
+def slowest(runs: list[Run]) -> Run:
+    """The setting of a strategy with the fewest tokens per pass."""
+    return min(runs, key=lambda r: r.tokens_per_pass)
+
+
+def pct(run: Run) -> str:
+    return f"{100 * run.validity:5.1f} ± {100 * run.validity_se:3.1f}"
+
+
+def validity_table(sweep: Sweep) -> str:
+    """Valid documents (% ± standard error) of every setting: the fixed budgets by K, then MDLM's
+    extra steps, the threshold's taus and the AR model."""
+    sweep = check_sweep(sweep)
+    fixed = [n for n in MAIN if not n.startswith("threshold")]
+    lines = ["valid documents (% ± standard error) when K steps fill the 32 positions"]
+    lines.append(f"{'K':>3} {'N/K':>5} " + "".join(f"{short(n):>13}" for n in fixed) + "  MDLM's tokens/pass")
+    for k in sorted(BUDGETS, reverse=True):
+        runs = [next(r for r in sweep.runs[n] if r.setting == k) for n in fixed]
+        lines.append(
+            f"{k:>3} {32 / k:>5.2f} " + "".join(f"{pct(r):>13}" for r in runs) + f"{runs[-1].tokens_per_pass:>8.2f}"
+        )
+    for r in sweep.runs["ancestral (MDLM)"][len(BUDGETS) :]:  # more steps than positions: MDLM skips empty ones
+        lines.append(f"{r.setting:>3} {'':>5} {'':>39}{pct(r):>13}{r.tokens_per_pass:>8.2f}")
+    lines.append("\nthreshold (Fast-dLLM): the passes adapt to each document")
+    for r in sweep.runs["threshold (Fast-dLLM)"]:
+        lines.append(f"  tau = {r.setting:<4}: {r.tokens_per_pass:5.2f} tokens per pass, {pct(r)} % valid")
+    lines.append(f"\nAR model (notebook 02), temperature 1, one token per pass: {pct(sweep.ar)} % valid")
+    return "\n".join(lines)
+
+
+def draw_validity(ax, sweep: Sweep, target: Target) -> None:
+    """Validity against tokens per pass for every strategy on `ax`; filled markers: the settings
+    that match the AR model on all three measures of helpers.matching."""
+    sweep = check_sweep(sweep)
+    n_matched = 0
+    for name in MAIN:
+        label, color, marker = STYLE[name]
+        runs = sweep.runs[name]
+        matched = [all(v >= 0 for v in margins(r, sweep.ar, target).values()) for r in runs]
+        n_matched += sum(matched)
+        x, y, e = zip(*[(r.tokens_per_pass, 100 * r.validity, 100 * r.validity_se) for r in runs], strict=True)
+        ax.errorbar(x, y, yerr=e, color=color, ms=4, capsize=2, marker=marker, mfc="white", label=label)
+        for xi, yi, m in zip(x, y, matched, strict=True):
+            if m:
+                ax.plot(xi, yi, marker, color=color, ms=7)
+    ax.plot([1], [100 * sweep.ar.validity], "*", color=AR_COLOR, ms=12, zorder=10, label="AR, T = 1")
+    ax.set(xscale="log", xlabel="tokens per pass (log scale)", ylabel="valid documents (%)", ylim=(-3, 103))
+    ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
+    ax.set_xticks([], minor=True)
+    matches = f"{n_matched} settings match" if n_matched else "no setting matches"
+    ax.set_title(
+        f"Validity, 1024 documents a point (filled: matches AR on all\nthree measures of section 5.3; {matches})",
+        loc="left",
+        fontsize=9,
+    )
+    ax.legend(loc="upper right", fontsize=8)
+
+
+def draw_published(ax) -> None:
+    """The d3LLM leaderboard's GSM8K accuracy against tokens per forward pass, AR and diffusion."""
+    offsets = {"D2F-LLaDA": (5, -10), "Qwen2.5-7B-Instruct": (7, -3), "dParallel-LLaDA": (-30, -12)}
+    for p in load_parallelism():
+        style = dict(marker="*", ms=11, color=AR_COLOR) if p.kind == "AR" else dict(marker="o", ms=6, color=DLLM_COLOR)
+        ax.plot(p.tokens_per_pass, p.accuracy_pct, ls="", **style)
+        ax.annotate(
+            p.system,
+            (p.tokens_per_pass, p.accuracy_pct),
+            xytext=offsets.get(p.system, (5, 4)),
+            textcoords="offset points",
+            fontsize=7,
+        )
+    ax.set(xscale="log", xlabel="tokens per forward pass (log scale)", ylabel="GSM8K-CoT accuracy (%)")
+    ax.set(ylim=(70, 77), xlim=(0.8, 16))
+    ax.plot([], [], "*", color=AR_COLOR, ms=11, ls="", label="AR")
+    ax.plot([], [], "o", color=DLLM_COLOR, ms=6, ls="", label="LLaDA-based diffusion samplers")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
+    ax.set_xticks([], minor=True)
+    ax.set_title("GSM8K, published (d3LLM leaderboard): accuracy, the only measure", loc="left", fontsize=9)
+
+
+def draw_pass_counts(ax, lengths: list[int], counted: dict[str, list[int]]) -> None:
+    """Section 4: sequential passes counted against the output length, log-log, one line per decoder."""
+    styles = {"AR": ("o-", AR_COLOR, 1.0)}
+    for name, passes in counted.items():
+        fmt, color, alpha = styles.get(name, ("s-" if name.endswith("16") else "s--", DLLM_COLOR, 1.0))
+        ax.plot(lengths, passes, fmt, color=color, alpha=alpha if name == "AR" else 0.9, label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xticks(lengths, [str(n) for n in lengths])
+    ticks = sorted({v for passes in counted.values() for v in passes if v in (4, 16, 64, 256, 1024)})
+    ax.set_yticks(ticks, [str(t) for t in ticks])
+    ax.set_xticks([], minor=True)
+    ax.set_yticks([], minor=True)
+    ax.set(
+        xlabel="output length N (tokens)",
+        ylabel="sequential passes (counted)",
+        title="Sequential passes vs output length",
+    )
+    ax.legend()
+
+
+def quality_table(sweep: Sweep, exact: ExactDocuments) -> str:
+    """Validity, sentences per document, the length histogram's total variation from the exact
+    one and the within-sentence gap: each strategy at its slowest setting, and the AR model."""
+    sweep = check_sweep(sweep)
+    head = f"{'':13s} {'tok/':>5s} {'valid':>6s} {'sentences per':>14s} {'TV to':>6s} {'within-sentence':>15s}"
+    lines = [head, f"{'':13s} {'pass':>5s} {'%':>6s} {'document':>14s} {'exact':>6s} {'gap (bits)':>15s}"]
+    truth_gap = exact.pooled_sentence_bits - exact.sentence_entropy
+    lines.append(
+        f"{'the language':13s} {'':5s} {100.0:6.1f} {exact.mean_sentences:7.2f}{'':7s} {0:6.2f} {truth_gap:+8.2f}"
+    )
+    rows = [(short(n), slowest(sweep.runs[n])) for n in MAIN] + [("AR, T = 1", sweep.ar)]
+    for label, run in rows:
+        q = run.quality
+        lines.append(
+            f"{label:13s} {run.tokens_per_pass:5.2f} {100 * q.validity[0]:6.1f} {q.sentences[0]:7.2f} ± "
+            f"{q.sentences[1]:.2f} {q.length_tv:6.2f} {q.sentence_gap[0]:+8.2f} ± {q.sentence_gap[1]:.2f}"
+        )
+    return "\n".join(lines)
+
+
+def decomposition_table(sweep: Sweep) -> str:
+    """The per-document gap of each strategy's slowest setting, and of the AR model, in its
+    length, within-sentence and padding parts (helpers.quality.decompose)."""
+    sweep = check_sweep(sweep)
+    lines = [f"{'':13s} {'length':>8s} {'within':>8s} {'padding':>8s} {'= per-document gap (bits)':>27s}"]
+    for label, run in [(short(n), slowest(sweep.runs[n])) for n in MAIN] + [("AR, T = 1", sweep.ar)]:
+        p = decompose(run.scores)
+        lines.append(f"{label:13s} {p['length']:+8.2f} {p['within']:+8.2f} {p['padding']:+8.2f} {p['total']:+14.2f}")
+    return "\n".join(lines)
+
+
+def draw_eos_per_pass(eos: dict[str, np.ndarray], mean_padding: float) -> Figure:
+    """Cumulative <eos> committed against the pass, one curve per strategy name of `eos`."""
+    if not isinstance(eos, dict) or not eos or any(n not in STYLE for n in eos):
+        raise ValueError(f"eos must map strategy names of {MAIN} to per-pass counts, got {eos!r:.80}")
+    fig, ax = new_figure(figsize=(7.5, 3.2))
+    for name, counts in eos.items():
+        label, color, marker = STYLE[name]
+        ax.plot(np.arange(1, len(counts) + 1), np.cumsum(counts), marker + "-", ms=3, color=color, label=label)
+    ax.axhline(mean_padding, color=TRUTH_COLOR, ls="--", label=f"the language's mean padding ({mean_padding:.2f})")
+    ax.set(xlabel="pass", ylabel="<eos> committed so far (mean)", title="Confidence order writes the padding first")
+    ax.legend(loc="center right")
+    return fig
+
+
+def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure:
+    """Sentences per document against the within-sentence gap for every setting with at least 50
+    valid documents (dot size: validity; labels: tokens per pass), the AR model by temperature and
+    the language itself; the shaded box matches the AR model at T = 1 on both measures. The right
+    panel zooms on the settings near the language's own point."""
+    sweep = check_sweep(sweep)
+    zoom = (3.82, 4.24, -0.45, 0.45)  # sentences, gap
+    ar_q = sweep.ar.quality
+    truth = (exact.mean_sentences, exact.pooled_sentence_bits - exact.sentence_entropy)
+    fig, (wide, near) = new_figure(ncols=2, figsize=(11, 4.6), width_ratios=(1.1, 1))
+    for ax in (wide, near):
+        box = (ar_q.sentences[0] - target.length_tolerance, ar_q.sentence_gap[0] - target.gap_tolerance)
+        ax.add_patch(plt.Rectangle(box, 2 * target.length_tolerance, 3, color=AR_COLOR, alpha=0.12, lw=0))
+        for name in MAIN:
+            label, color, marker = STYLE[name]
+            runs = [r for r in sweep.runs[name] if r.valid.sum() >= 50]
+            x, y = [r.quality.sentences[0] for r in runs], [r.quality.sentence_gap[0] for r in runs]
+            hollow = name.startswith("threshold")  # it sits on top of confidence order: drawn as outlines
+            ax.scatter(
+                x,
+                y,
+                s=[8 + 80 * r.validity for r in runs],
+                marker=marker,
+                alpha=0.8,
+                facecolors="none" if hollow else color,
+                edgecolors=color,
+                label=label,
+            )
+            last = -1.0
+            for r, xi, yi in sorted(zip(runs, x, y, strict=True), key=lambda p: p[0].tokens_per_pass):
+                inside = zoom[0] < xi < zoom[1] and zoom[2] < yi < zoom[3]
+                if inside == (ax is near) and r.tokens_per_pass > last + 0.4:  # one panel each, labels apart
+                    last = r.tokens_per_pass
+                    ax.annotate(
+                        f"{last:.1f}",
+                        (xi, yi),
+                        (4, -9 if hollow else 3),
+                        textcoords="offset points",
+                        fontsize=7,
+                        color=color,
+                    )
+        temps = sweep.ar_runs["AR"]
+        ax.plot(
+            [r.quality.sentences[0] for r in temps],
+            [r.quality.sentence_gap[0] for r in temps],
+            "o-",
+            color=AR_COLOR,
+            ms=5,
+            zorder=5,
+            label="AR model, T = 0.5 ... 1",
+        )
+        ax.plot(*truth, "*", color=TRUTH_COLOR, ms=14, zorder=6, label="the language itself")
+    for r, offset in zip(sweep.ar_runs["AR"], [(-44, -3), (-44, -3), (-48, 2), (-44, -10)], strict=False):
+        near.annotate(
+            f"T = {r.setting}",
+            (r.quality.sentences[0], r.quality.sentence_gap[0]),
+            offset,
+            textcoords="offset points",
+            fontsize=7,
+            color=AR_COLOR,
+        )
+    for v in (1.0, 0.5, 0.1):  # what the dot sizes mean
+        near.scatter([], [], s=8 + 80 * v, color="grey", alpha=0.6, label=f"{100 * v:.0f} % valid")
+    wide.add_patch(plt.Rectangle((zoom[0], zoom[2]), zoom[1] - zoom[0], zoom[3] - zoom[2], fill=False, ls="--"))
+    wide.set(xlabel="sentences per valid document", ylabel="within-sentence gap (bits per sentence)", ylim=(-2.2, 1))
+    wide.set_title("Length and diversity (dot size: validity; labels: tokens per pass)", loc="left", fontsize=10)
+    wide.legend(loc="upper left", fontsize=8)
+    near.set(xlim=zoom[:2], ylim=zoom[2:], xlabel="sentences per valid document", ylabel="within-sentence gap (bits)")
+    near.set_title("Zoom on the dashed box; shaded: matches AR at T = 1 on both", loc="left", fontsize=10)
+    handles, labels = near.get_legend_handles_labels()
+    near.legend(handles[-3:], labels[-3:], loc="lower right", fontsize=8)
+    return fig
+
+
+def at_quality(runs: list[Run], reference: Run, target: Target, measures) -> str:
+    """Tokens per pass at the target on `measures`, with its bracket when it has one."""
+    at = tokens_per_pass_at(runs, reference, target, measures)
+    return f"{at}" + (f" [{at.bracket[0]:.2f}, {at.bracket[1]:.2f}]" if at.bracket else "")
+
+
+def matched_table(sweep: Sweep, target: Target) -> str:
+    """Per strategy, tokens per pass matched on validity only, on validity and length, and on all
+    three measures (helpers.matching), with the target's tolerances first."""
+    sweep = check_sweep(sweep)
+    q = sweep.ar.quality
+    lines = [
+        f"AR model at T = 1: {100 * q.validity[0]:.1f} % valid, {q.sentences[0]:.2f} ± {q.sentences[1]:.2f}"
+        f" sentences, gap {q.sentence_gap[0]:+.2f} ± {q.sentence_gap[1]:.2f} bits per sentence",
+        f"tolerances: validity >= {target.validity:.0%}, length ± {target.length_tolerance:.2f} sentences,"
+        f" gap >= AR's - {target.gap_tolerance:.2f} bits\n",
+        f"{'tokens per pass':13s}" + "".join(f"{name:>28s}" for name in RELAXED),
+    ]
+    for name in MAIN:
+        cells = [at_quality(sweep.runs[name], sweep.ar, target, m) for m in RELAXED.values()]
+        lines.append(f"{short(name):13s}" + "".join(f"{c:>28s}" for c in cells))
+    return "\n".join(lines)
+
+
+def entropy_bound_table(sweep: Sweep) -> str:
+    """Going deeper: the first-sentence gap, the entropy bound it gives and, where Q is known (the
+    AR settings), KL(Q | valid || P), beside sentences and the within-sentence gap."""
+    sweep = check_sweep(sweep)
+    lines = [
+        f"{'':15s} {'sentences':>9s} {'gap, every':>11s} {'gap, first':>14s} {'H(Q(s1))':>9s} {'KL(Q|valid||P)':>15s}",
+        f"{'':15s} {'':9s} {'sentence':>11s} {'sentence':>14s} {'<= bits':>9s} {'bits/document':>15s}",
+    ]
+    rows = [(short(n), slowest(sweep.runs[n])) for n in MAIN]
+    rows += [(f"{n} {'T = ' if n == 'AR' else ''}{r.setting}", r) for n, runs in sweep.ar_runs.items() for r in runs]
+    for label, run in rows:
+        q = run.quality
+        kl = f"{q.kl[0]:6.2f} ± {q.kl[1]:.2f}" if q.kl else "       -"
+        lines.append(
+            f"{label:15s} {q.sentences[0]:9.2f} {q.sentence_gap[0]:+11.2f} {q.first_sentence_gap[0]:+7.2f} ± "
+            f"{q.first_sentence_gap[1]:.2f} {q.first_sentence_entropy_bound:9.2f} {kl:>15s}"
+        )
+    return "\n".join(lines)
+
+
+def first_word_table(sweep: Sweep, words=("the", "does", "bob")) -> str:
+    """Going deeper: the exact share of sentences each first word opens, their mean surprisal, and
+    how often the AR model starts its first sentence with it at each temperature."""
+    sweep = check_sweep(sweep)
+    tokens, probs = LANG.support()
+    temps = sweep.ar_runs["AR"]
+    lines = [
+        f"{'first word':10s} {'P(first word)':>14s} {'mean -log2 P(s) of its sentences':>34s}"
+        + "".join(f"{'share, T = ' + str(r.setting):>16s}" for r in temps)
+    ]
+    for word in words:
+        starts = tokens[:, 0] == LANG.stoi[word]
+        p_word = probs[starts].sum()
+        bits = (probs[starts] * -np.log2(probs[starts])).sum() / p_word
+        shares = [np.mean(r.docs[r.valid, 1] == LANG.stoi[word]) for r in temps]
+        lines.append(f"{word:10s} {p_word:14.3f} {bits:34.2f}" + "".join(f"{s:16.3f}" for s in shares))
+    return "\n".join(lines)
