@@ -1,0 +1,149 @@
+"""Notebook 05, sections 4 to 7: the latency budgets at matched quality, the matched-quality chart,
+the agent rounds and the reference runs (sections 1 to 3 are in views.gpus). Presentation only:
+the latencies come from helpers.latency through the arguments passed in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from helpers.bench import reference_summary
+from helpers.costs import CEILING, efficiency_label
+from helpers.plotting import AR_COLOR, DLLM_COLOR, new_figure
+from helpers.validation import check_int, check_positive
+from helpers.widgets import readable_log_ticks
+
+# ----------------------------------------------------------------------------- section 4: matched quality
+
+
+def budget_label(budget) -> str:
+    """How a pass budget reads in a figure: a string as it is, a rate as 'x tokens/pass'."""
+    if isinstance(budget, str):
+        return budget
+    return f"{check_positive(budget, 'budget (tokens per pass)'):g} tokens/pass"
+
+
+def budget_table(ar_seconds, dllm_seconds, budgets: dict, n: int = 1000, n_long: int = 4096) -> str:
+    """AR and dLLM seconds for N tokens under each pass budget, typical, and the AR / dLLM ratio,
+    typical and at the ceiling, and typical at a longer N. ar_seconds(n, **effs), dllm_seconds(n,
+    budget, **effs) as in draw_matched_quality; budgets: {label: budget}."""
+    if not callable(ar_seconds) or not callable(dllm_seconds):
+        raise ValueError("ar_seconds and dllm_seconds must be callables returning seconds for N tokens")
+    if not isinstance(budgets, dict) or not budgets:
+        raise ValueError(f"budgets must be a non-empty dict {{label: budget}}, got {budgets!r:.80}")
+    n, n_long = check_int(n, "n", 1), check_int(n_long, "n_long", 1)
+    width = max(len(str(label)) for label in budgets)
+    lines = [
+        "projected AR / dLLM latency ratio (above 1: the dLLM is faster)",
+        f"{'pass budget':{width}s} {'AR (s)':>7s} {'dLLM (s)':>9s} {'ratio':>8s} {'ratio':>8s} {'ratio at':>9s}",
+        f"{'':{width}s} {f'N = {n}':>7s} {'':>9s} {'typical':>8s} {'ceiling':>8s} {f'N = {n_long}':>9s}",
+    ]
+    ar, ar_c, ar_long = ar_seconds(n), ar_seconds(n, **CEILING), ar_seconds(n_long)
+    for label, budget in budgets.items():
+        d, d_c, d_long = dllm_seconds(n, budget), dllm_seconds(n, budget, **CEILING), dllm_seconds(n_long, budget)
+        lines.append(f"{label:{width}s} {ar:7.2f} {d:9.2f} {ar / d:7.2f}x {ar_c / d_c:7.2f}x {ar_long / d_long:8.2f}x")
+    return "\n".join(lines)
+
+
+def draw_matched_quality(ar_seconds, dllm_seconds, panels, lengths=None, device: str = "an H100") -> Figure:
+    """Latency against N, one panel per pass budget: AR (red) and the dLLM (blue), typical solid,
+    the ceiling dotted in the same colour. A panel with two budgets shades the band between them
+    and labels each edge; a panel with none says that no rate matches.
+
+    ar_seconds(n, **effs) and dllm_seconds(n, budget, **effs): seconds for N tokens (effs: the
+    efficiencies, e.g. helpers.costs.CEILING); panels: [(title, [budget, ...])] with at most two
+    budgets each; lengths: the N drawn (default 32 ... 4096)."""
+    if not callable(ar_seconds) or not callable(dllm_seconds):
+        raise ValueError("ar_seconds and dllm_seconds must be callables returning seconds for N tokens")
+    if not isinstance(panels, list | tuple) or not panels:
+        raise ValueError(f"panels must be a non-empty list of (title, [budgets]), got {panels!r:.80}")
+    for panel in panels:
+        if not isinstance(panel, tuple | list) or len(panel) != 2 or not isinstance(panel[1], list | tuple):
+            raise ValueError(f"each panel must be (title, [budgets]), got {panel!r:.80}")
+        if len(panel[1]) > 2:
+            raise ValueError(f"a panel draws at most two budgets (a band), got {len(panel[1])} in {panel[0]!r}")
+    lengths = 2 ** np.arange(5, 13) if lengths is None else np.asarray(lengths)
+    if lengths.ndim != 1 or len(lengths) < 2 or np.any(np.diff(lengths) <= 0) or lengths[0] < 1:
+        raise ValueError(f"lengths must be an increasing list of N >= 1, got {lengths!r}")
+
+    def curve(f, *args):
+        return [np.array([f(int(n), *args, **effs) for n in lengths]) for effs in ({}, CEILING)]
+
+    fig, axes = new_figure(ncols=len(panels), figsize=(11, 4.3), sharey=True)
+    axes = np.atleast_1d(axes)
+    ar_typ, ar_ceil = curve(ar_seconds)
+    for ax, (title, budgets) in zip(axes, panels, strict=True):
+        ax.plot(lengths, ar_typ, "o-", color=AR_COLOR, ms=3)
+        ax.plot(lengths, ar_ceil, ":", color=AR_COLOR, lw=1.3)
+        typ = []
+        for budget in budgets:
+            t, c = curve(dllm_seconds, budget)
+            ax.plot(lengths, t, "s-", color=DLLM_COLOR, ms=3)
+            ax.plot(lengths, c, ":", color=DLLM_COLOR, lw=1.3)
+            typ.append(t)
+        if len(typ) == 2:
+            ax.fill_between(lengths, typ[0], typ[1], color=DLLM_COLOR, alpha=0.15)
+        for budget, t in zip(budgets, typ, strict=True):
+            ax.annotate(
+                budget_label(budget), (lengths[0], t[0]), xytext=(-4, 0), textcoords="offset points",
+                ha="right", va="center", fontsize=8, color=DLLM_COLOR,
+            )  # fmt: skip
+        if not budgets:
+            text = "no diffusion setting matches\nthe AR model on validity,\nlength and diversity:\nno rate to plot"
+            ax.text(0.55, 0.04, text, transform=ax.transAxes, ha="center", va="bottom", fontsize=9, color=DLLM_COLOR)
+        ax.set(xscale="log", yscale="log", xlabel="tokens generated, N")
+        ax.set_xlim(lengths[0] / 2.6, lengths[-1] * 1.3)
+        ax.set_xticks(lengths[::2], [str(n) for n in lengths[::2]])
+        ax.set_xticks([], minor=True)
+        readable_log_ticks(ax.yaxis)
+        ax.set_title(title, loc="left", fontsize=9)
+    axes[0].set_ylabel(f"projected latency on {device} (s)")
+    handles = [
+        axes[0].plot([], [], "o-", color=AR_COLOR, ms=3, label="AR, Llama-3-8B, typical")[0],
+        axes[0].plot([], [], ":", color=AR_COLOR, lw=1.3, label="AR, ceiling (100 % of datasheet)")[0],
+        axes[0].plot([], [], "s-", color=DLLM_COLOR, ms=3, label="dLLM, LLaDA-8B, typical")[0],
+        axes[0].plot([], [], ":", color=DLLM_COLOR, lw=1.3, label="dLLM, ceiling (100 % of datasheet)")[0],
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=8.5)
+    fig.suptitle(f"projection. solid: {efficiency_label()}; dotted: ceiling", x=0.01, ha="left", fontsize=9)
+    return fig
+
+
+# ----------------------------------------------------------------------------- section 5: agents
+
+
+def agents_table(per_round: dict, rounds: int, title: str = "projection, typical efficiency") -> str:
+    """Seconds per round and for the whole task (rounds x per round) of each decoder, under `title`."""
+    rounds = check_int(rounds, "rounds", 1)
+    if not isinstance(title, str):
+        raise ValueError(f"title must be a str, got {title!r}")
+    if not isinstance(per_round, dict) or not per_round:
+        raise ValueError(f"per_round must be a non-empty dict {{decoder: seconds per round}}, got {per_round!r:.80}")
+    width = max(40, max(len(str(k)) for k in per_round))
+    lines = [title, f"{'decoder':{width}s} {'per round':>10s} {'whole task':>11s}"]
+    for name, seconds in per_round.items():
+        seconds = check_positive(seconds, f"the seconds of {name!r}")
+        lines.append(f"{name:{width}s} {seconds:9.2f}s {rounds * seconds:10.1f}s")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- section 7: reference runs
+
+
+def reference_text(folder) -> str:
+    """The reference GPU runs shipped in `folder` (data/bench_*.json, written by
+    `python -m helpers.bench --device cuda --json`), each summarised, or a note that there are none."""
+    folder = Path(folder) if isinstance(folder, str | Path) else None
+    if folder is None or not folder.is_dir():
+        raise ValueError("folder must be an existing directory such as the course's data/ folder")
+    paths = sorted(folder.glob("bench_*.json"))
+    if not paths:
+        return (
+            "No reference measurements (data/bench_*.json) are shipped yet: every GPU number in this\n"
+            "notebook is a projection from data/hardware.csv or a published measurement. On a GPU, run\n"
+            "    python -m helpers.bench --device cuda --json > data/bench_<gpu name>.json"
+        )
+    return "\n".join(f"{p.name}:\n{reference_summary(json.loads(p.read_text()))}" for p in paths)
