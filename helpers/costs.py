@@ -47,7 +47,7 @@ from helpers.hardware import Hardware, get_hardware
 from helpers.shapes import MODEL_SHAPES, ModelShape, kv_bytes_per_token, model_shape, shape_from_config  # noqa: F401
 from helpers.validation import check_fraction, check_int, check_positive
 
-# What published stacks reach, as fractions of the datasheet (data/published_decoding.csv; notebook 04 shows
+# What published stacks reach, as fractions of the datasheet (data/published_decoding.csv; notebook 05 shows
 # every row next to its projection):
 # - bandwidth: batch-1 AR decoding in tuned stacks reaches 46-69 % of datasheet bandwidth: gpt-fast bf16
 #   (torch.compile + CUDA graphs) 68 % and 69 % on an A100 80GB, 58 % on an H100; SGLang 46 % (H100),

@@ -5,7 +5,7 @@ decoder makes K (`dllm_pass_costs`), or N / (tokens per pass) when a rule such a
 confidence threshold decides how many tokens each pass commits (`dllm_latency_at`). A latency is
 the sum of helpers.costs.predicted_time over the passes, on a device from data/hardware.csv,
 with the datasheet peaks scaled by an efficiency: 1.0 and 1.0 is the ceiling, the default the
-course's typical value (helpers.costs.TYPICAL_*). `latency_curves` is what notebook 04's
+course's typical value (helpers.costs.TYPICAL_*). `latency_curves` is what notebook 05's
 latency explorer draws.
 """
 

@@ -32,7 +32,8 @@ WIDGETS = {  # notebook -> widgets it shows (each a row of controls with at leas
     "01_chain_rule": 1,
     "02_ar_decoder": 1,
     "03_masked_diffusion": 1,
-    "04_roofline": 1,
+    "04_roofline": 0,
+    "05_gpus": 1,
 }
 RUN_SECONDS = 300  # the slowest notebook runs in about a minute on two cores
 

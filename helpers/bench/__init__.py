@@ -1,11 +1,11 @@
-"""Measure this machine and the course's decoders on it: the numbers notebook 04 puts on the roofline.
+"""Measure this machine and the course's decoders on it: the numbers notebooks 04 and 05 put on the roofline.
 
     python -m helpers.bench                 # a few minutes; a readable table
     python -m helpers.bench --quick         # under a minute on a 2-core laptop
-    python -m helpers.bench --json > data/bench_<name>.json   # a reference result notebook 04 shows
+    python -m helpers.bench --json > data/bench_<name>.json   # a reference result notebook 05 shows
     python -m helpers.bench --device cuda   # a GPU, in bf16 (--device mps: Apple's GPU, in fp16)
 
-What it measures, in this order (each step is one function, and notebook 04 calls the same
+What it measures, in this order (each step is one function, and notebooks 04 and 05 call the same
 functions, so the notebook and the command line cannot disagree):
 
 1. `measure_machine` (helpers.bench.roofs): the roofs. STREAM copy and triad bandwidth, the

@@ -1,4 +1,4 @@
-"""Notebook 04's latency explorer: the projected latency of N tokens, AR (N passes) against masked
+"""Notebook 05's latency explorer: the projected latency of N tokens, AR (N passes) against masked
 diffusion (K passes), on a device from data/hardware.csv, as helpers.latency.latency_curves
 projects it: typical efficiency solid, the datasheet ceiling dotted (`latency_explorer_widget`;
 `draw_latency_explorer` is its static figure)."""
