@@ -86,3 +86,32 @@ def test_the_plan_gives_each_exercise_the_minutes_its_notebook_states():
             planned[function] = int(minutes)
     assert planned == stated
     assert len(stated) >= 8  # two stub exercises in each of 01 to 04
+
+
+def _hours_minutes(text: str) -> int:
+    """'3 hours 35 minutes' or '3 h 35 min' -> 215."""
+    hours, minutes = re.search(r"(\d+) h(?:ours)? (\d+) min", text).groups()
+    return 60 * int(hours) + int(minutes)
+
+
+def test_the_stated_totals_are_the_maps_sums():
+    text, slots = markdown_of("00_start_here"), course_map()
+    core = sum(c for c, _ in slots.values())
+    extra = sum(f - c for c, f in slots.values())
+    opening = text[text.index("**Time:**") :].split("\n\n")[0]
+    assert _hours_minutes(opening) == core, "00's opening gives another core total than the map's"
+    assert f"about {round(extra / 60)} hours more" in opening, f"Going deeper adds {extra} min in the map"
+    plan_line = text[text.index("**Plan (4 h).**") :].split("\n\n")[0]
+    assert _hours_minutes(plan_line) == core
+
+
+def test_each_notebook_states_the_times_of_the_map():
+    for name, (core, full) in course_map().items():
+        if name.startswith("00"):
+            continue
+        cells = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text())["cells"]
+        opening = "".join(cells[0]["source"])
+        stated = opening[opening.index("**Time:**") :].split("\n\n")[0]
+        numbers = [int(n) for n in re.findall(r"\b(\d+)\b", stated)]
+        assert core in numbers, f"{name} states {stated!r}; the map's core time is {core} min"
+        assert full - core in numbers, f"{name} states {stated!r}; the map's Going deeper time is {full - core} min"
