@@ -132,7 +132,8 @@ def generate(
     for end in range(T0, T0 + max_new_tokens):
         if cache is None:
             step_input = out[:, :end]  # the naive loop: the whole prefix, every step
-        logits = model(step_input, cache=cache, last_only=True)[:, -1]  # (B, V)
+        # the prompt's ids are checked once; every later input is the model's own sample
+        logits = model(step_input, cache=cache, last_only=True, check_ids=end == T0)[:, -1]  # (B, V)
         token = next_token(logits, temperature, top_k, top_p, generator)  # (B,)
         if eos_id is not None:
             token = token.masked_fill(finished, eos_id)

@@ -27,12 +27,14 @@ one call. That removes the per-kernel launch cost, which is what gpt-fast's
 from __future__ import annotations
 
 import math
-import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
+from helpers.capture_safety import check_capture_safe
+from helpers.nvidia_smi import gpu_snapshot, nvidia_smi
 from helpers.validation import check_int, check_number
 
 CACHE_MULTIPLE = 4  # clear the L2 by writing CACHE_MULTIPLE x its size
@@ -42,25 +44,23 @@ ESTIMATE_CALLS = 5  # calls that estimate one call's time before the warm-up
 MIN_SAMPLE_S = 1e-3  # each sample (one event pair) spans at least 1 ms of calls
 MAX_CALLS = 10_000  # never more calls per sample or warm-up than this
 GRAPH_WARMUP = 3  # eager runs on a side stream before a capture (cuBLAS workspaces, allocator)
-NVIDIA_SMI_FIELDS = (
-    "driver_version",
-    "clocks.sm",
-    "clocks.mem",
-    "clocks.max.sm",
-    "clocks.max.mem",
-    "power.draw",
-    "power.limit",
-    "temperature.gpu",
-)
+WARM_UP_S = 1.0  # the global warm-up before the first timed stage: about 1 s of large matmuls
+WARM_UP_N = 8192  # n of its bf16 n x n matmuls (about 1.1 TFLOP each)
 
 
 @dataclass
 class CapturedGraph:
     """A CUDA graph of one call of fn: `replay()` reruns all its kernels on the same buffers, and
-    `output` is the tensor those kernels write (the one fn returned during the capture)."""
+    `output` is the tensor those kernels write (the one fn returned during the capture).
+
+    `fn` is kept as long as the graph is: the graph reads the buffers fn closes over (inputs,
+    weights, a KV cache), and if the last reference to them went, the allocator could hand their
+    memory to something else while replays still read it. Keep the CapturedGraph, not only its
+    `replay`."""
 
     replay: Callable[[], None]
     output: object
+    fn: Callable[[], object] | None = None
 
 
 class CudaRuntime:
@@ -94,17 +94,39 @@ class CudaRuntime:
         self._flush_buffer.zero_()
 
     def capture(self, fn: Callable[[], object], warmup: int = GRAPH_WARMUP) -> CapturedGraph:
-        """fn recorded as a CUDA graph. fn must have static shapes and no host synchronisation."""
+        """fn recorded as a CUDA graph. fn must have static shapes and no host synchronisation:
+        the first warm-up call is checked for both (helpers.capture_safety), so that a sync
+        raises a ValueError before the capture begins, not a CUDA error inside it (a failed
+        capture can leave the device unusable for everything after it)."""
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):  # warm-up off the default stream, as capture requires
-            for _ in range(warmup):
+            check_capture_safe(fn, "the function to capture")
+            for _ in range(warmup - 1):
                 fn()
         torch.cuda.current_stream(self.device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             output = fn()
-        return CapturedGraph(graph.replay, output)
+        return CapturedGraph(graph.replay, output, fn)
+
+    def warm_up(self, seconds: float = WARM_UP_S) -> float:
+        """Large bf16 matmuls for about `seconds`, so that clocks have ramped up (an idle H200
+        runs at a few hundred MHz) and cuBLAS is loaded before anything is timed; the L2 flush
+        buffer is allocated here too, outside every timed loop. Returns the seconds spent."""
+        seconds = check_number(seconds, "seconds", 0)
+        self.flush_l2()
+        a = torch.randn(WARM_UP_N, WARM_UP_N, device=self.device, dtype=torch.bfloat16)  # (n, n)
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for _ in range(10):
+                a @ a  # (n, n)
+            self.synchronize()
+        return time.perf_counter() - start
+
+    def snapshot(self) -> dict:
+        """Clocks, power, temperature and throttle reasons now (helpers.nvidia_smi.gpu_snapshot)."""
+        return gpu_snapshot(self.device.index or 0)
 
     def summary(self) -> dict:
         """What the GPU is and how it was set: name, memory, L2, versions, TF32, clocks, power."""
@@ -122,38 +144,20 @@ class CudaRuntime:
         return {**info, **nvidia_smi(self.device.index or 0)}
 
 
-_RUNTIMES: dict[torch.device, CudaRuntime] = {}  # one per GPU: its L2 flush buffer is allocated once
+_RUNTIMES: dict[torch.device, CudaRuntime] = {}  # one per GPU (cuda:N): its L2 flush buffer is allocated once
 
 
 def runtime(device: torch.device) -> CudaRuntime | None:
-    """The CUDA runtime of `device`, or None when it is not a CUDA device (CPU, MPS)."""
+    """The CUDA runtime of `device`, or None when it is not a CUDA device (CPU, MPS).
+    torch.device("cuda") and torch.device("cuda:0") differ as keys though they name one GPU, so
+    the runtime is keyed by the index: one runtime, one flush buffer per GPU."""
     if device.type != "cuda":
         return None
+    if device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
     if device not in _RUNTIMES:
         _RUNTIMES[device] = CudaRuntime(device)
     return _RUNTIMES[device]
-
-
-def nvidia_smi(index: int = 0, run=subprocess.run) -> dict:
-    """Driver version, clocks (MHz), power (W) and temperature of GPU `index` from nvidia-smi,
-    as {field: value}; {} where nvidia-smi is missing or fails. No new dependency needed."""
-    query = f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}"
-    args = ["nvidia-smi", f"--id={index}", query, "--format=csv,noheader,nounits"]
-    try:
-        out = run(args, capture_output=True, text=True, timeout=10, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    values = [v.strip() for v in out.strip().splitlines()[0].split(",")] if out.strip() else []
-    if len(values) != len(NVIDIA_SMI_FIELDS):
-        return {}
-    info = {}
-    for field, value in zip(NVIDIA_SMI_FIELDS, values, strict=True):
-        key = field.replace(".", "_")
-        try:
-            info[key] = value if field == "driver_version" else float(value)
-        except ValueError:  # "[N/A]" on GPUs that do not report it
-            info[key] = None
-    return info
 
 
 # ----------------------------------------------------------------------------- do_bench

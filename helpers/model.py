@@ -238,9 +238,15 @@ class Transformer(nn.Module):
         p = self.tok_emb.weight
         return KVCache(self.config, batch_size, device=p.device, dtype=p.dtype)
 
-    def forward(self, idx: torch.Tensor, cache: KVCache | None = None, last_only: bool = False) -> torch.Tensor:
-        """idx (B, T) int64 -> logits (B, T, V), or (B, 1, V) for the last position if last_only."""
-        start = self._check_input(idx, cache)
+    def forward(
+        self, idx: torch.Tensor, cache: KVCache | None = None, last_only: bool = False, check_ids: bool = True
+    ) -> torch.Tensor:
+        """idx (B, T) int64 -> logits (B, T, V), or (B, 1, V) for the last position if last_only.
+
+        check_ids=False skips the range check of the token ids, the one step that reads a value
+        back from the device (a host sync on a GPU). helpers.ar.generate checks the prompt once and
+        then skips it: every later token is the model's own sample, in range by construction."""
+        start = self._check_input(idx, cache, check_ids)
         B, T = idx.shape
         positions = torch.arange(start, start + T, device=idx.device)  # (T,)
         x = self.tok_emb(idx) + self.pos_emb(positions)  # (B, T, C)
@@ -252,15 +258,20 @@ class Transformer(nn.Module):
             x = x[:, -1:]  # (B, 1, C)
         return self.head(self.ln_f(x))  # (B, T, V)
 
-    def _check_input(self, idx, cache) -> int:
-        """The checks of forward: idx int64 (B, T) with ids in [0, vocab_size); a cache made for
-        this model with room for T more positions. Returns where the new positions start."""
+    def _check_input(self, idx, cache, check_ids: bool = True) -> int:
+        """The checks of forward: idx int64 (B, T) with ids in [0, vocab_size) (unless check_ids
+        is False); a cache made for this model with room for T more positions. Returns where the
+        new positions start."""
+        if not isinstance(check_ids, bool):
+            raise ValueError(f"check_ids must be True or False, got {check_ids!r}")
         if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long or idx.dim() != 2:
             got = f"{idx.dtype} tensor of shape {tuple(idx.shape)}" if isinstance(idx, torch.Tensor) else type(idx)
             raise ValueError(f"idx must be an int64 (torch.long) tensor of shape (B, T), got {got}")
         if idx.size(1) == 0:
             raise ValueError("idx must hold at least one position (T >= 1)")
-        if idx.numel() and not _capturing(idx):  # one reduction, one transfer: the smallest and largest id
+        if (
+            check_ids and idx.numel() and not _capturing(idx)
+        ):  # one reduction, one transfer: the smallest and largest id
             low, high = torch.stack(torch.aminmax(idx)).tolist()
             if low < 0 or high >= self.config.vocab_size:
                 raise ValueError(

@@ -29,7 +29,6 @@ import torch
 import torch.nn as nn
 
 from helpers.costs import StepCost, decode_step_cost
-from helpers.fixtures import prefilled_cache
 from helpers.measurement import Measurement, benchmark
 from helpers.model import ModelConfig, Transformer
 from helpers.validation import check_int
@@ -119,7 +118,7 @@ def time_formats(model: Transformer, *, context: int = 512, rounds: int = 5, rep
     in every format of FORMATS, and the step's weight matrices alone (each times one vector, back
     to back): `rounds` rounds, each timing `repeat` runs of every format in turn; the median over
     all of a format's runs is reported."""
-    from helpers.bench.passes import model_gemvs  # here: helpers.bench imports this module
+    from helpers.bench.decode import decode_step_fn, model_gemvs  # here: helpers.bench imports this module
 
     if not isinstance(model, Transformer) or not model.config.causal or model.tok_emb.weight.dtype != torch.float32:
         raise ValueError("model must be a causal fp32 helpers.model.Transformer")
@@ -137,12 +136,7 @@ def time_formats(model: Transformer, *, context: int = 512, rounds: int = 5, rep
                 notes[fmt] = "no torch._weight_int8pack_mm in this PyTorch build"
                 continue
             m = model_in(model, fmt)
-            cache, token = prefilled_cache(m, context, 1, seed=0)
-
-            def step(m=m, cache=cache, token=token):
-                cache.length = context  # every run appends at the same position
-                return m(token, cache=cache, last_only=True)
-
+            step = decode_step_fn(m, context)  # the step helpers.bench.decode_step times
             step()  # warm-up: first-call allocations and kernel selection
             steps[fmt] = (step, model_gemvs(m))
         samples = {fmt: ([], []) for fmt in steps}

@@ -81,7 +81,7 @@ class Scripted(Transformer):
         super().__init__(ModelConfig(vocab_size=20, max_len=64, d_model=8, n_layer=1, n_head=1))
         self.script = torch.tensor(script)  # (B, steps)
 
-    def forward(self, idx, cache=None, last_only=False):
+    def forward(self, idx, cache=None, last_only=False, check_ids=True):
         start = 0 if cache is None else cache.length
         step = start + idx.size(1) - self.prompt_len
         if cache is not None:

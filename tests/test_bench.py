@@ -14,20 +14,21 @@ from helpers.bench import (
     Roofs,
     as_json,
     bidirectional_twin,
+    cli,
     decode_step,
     format_report,
-    main,
     measure_machine,
     model_gemv_bandwidth,
     prefilled_cache,
     random_model,
-    report,
     roofs,
     run_bench,
+    stages,
     tiny_config,
     tiny_models_n256,
     width_sweep,
 )
+from helpers.bench.cli import main
 from helpers.costs import decode_step_cost, forward_pass_cost, predicted_time
 from helpers.model import ModelConfig
 from helpers.timing import Measurement
@@ -58,7 +59,7 @@ def fake_roofs(copy=10.0, triad=12.0, gemv=11.0, gflops=100.0) -> Roofs:
 @pytest.fixture
 def faked_machine(monkeypatch):
     """measure_machine without the measurements: fixed roofs, no big arrays."""
-    monkeypatch.setattr(report, "measure_machine", lambda device=None, settings=None: fake_roofs())
+    monkeypatch.setattr(stages, "measure_machine", lambda device=None, settings=None: fake_roofs())
 
 
 def test_roofs_properties_and_dict():
@@ -101,7 +102,7 @@ def test_decode_step_is_the_cached_step_of_generate_and_its_prediction():
     assert step.error_generic == pytest.approx(step.predicted_generic_s / step.measured.si - 1)
     d = as_json(step)
     assert d["context"] == 10 and d["dtype"] == "float32" and d["bytes_per_step"] == int(cost.total_bytes)
-    assert d["gemv_model_gb_s"] == 9.0
+    assert d["gemv_model_gb_s_eager"] == 9.0
 
 
 def test_decode_step_predicts_with_the_models_own_gemvs():
@@ -147,7 +148,7 @@ def test_tiny_models_count_their_passes():
     assert run.params == random_model(tiny_config(16)).num_params()
     d = as_json(run)
     assert "33 positions" in d["note"] and "max_len 17" in d["note"]
-    assert d["dllm_speedup"] == round(run.ar.measured.si / run.dllm.measured.si, 2)
+    assert d["dllm_speedup_eager"] == round(run.ar.measured.si / run.dllm.measured.si, 2)
 
 
 def test_run_bench_json_structure(faked_machine):
@@ -158,8 +159,12 @@ def test_run_bench_json_structure(faked_machine):
     assert len(lines) == 5
     assert set(result) == {
         "command", "machine", "settings", "roofs", "decode", "width_sweep", "tiny", "formats",
-        "ops_per_step", "graphs", "matmul_sweep", "cuda_graphs",
+        "ops_per_step", "graphs", "matmul_sweep", "cuda_graphs", "timing", "gpu_start", "warm_up_s", "stages",
+        "errors",
     }  # fmt: skip
+    assert result["errors"] == [] and result["gpu_start"] is None  # no GPU, no nvidia-smi snapshot
+    assert [s["stage"] for s in result["stages"]] == [s.name for s in stages.STAGES]
+    assert [s["status"] for s in result["stages"]] == ["ok"] * 5 + ["skipped"] * 2  # graphs, matmuls: GPU only
     assert result["cuda_graphs"] is False
     assert result["graphs"] == [] and result["matmul_sweep"] == []  # GPU stages: not on the CPU
     assert result["ops_per_step"]["compute"] < result["ops_per_step"]["total"]
@@ -196,19 +201,19 @@ def test_run_bench_on_cpu_never_touches_cuda(faked_machine, monkeypatch):
 
 
 def test_main_prints_json_or_a_table(monkeypatch, capsys):
-    result = {"fake": 1}
+    result = {"fake": 1, "errors": []}
     seen = {}
 
     def fake_run(device, **kwargs):
         seen.update(kwargs, device=device)
         return result
 
-    monkeypatch.setattr(report, "run_bench", fake_run)
-    monkeypatch.setattr(report, "format_report", lambda r: "TABLE")
-    main(["--device", "cpu", "--json", "--quick", "--steps", "16"])
+    monkeypatch.setattr(cli, "run_bench", fake_run)
+    monkeypatch.setattr(cli, "format_report", lambda r: "TABLE")
+    assert main(["--device", "cpu", "--json", "--quick", "--steps", "16"]) == 0
     assert json.loads(capsys.readouterr().out) == result
     assert seen["quick"] is True and seen["steps"] == 16 and seen["device"] == torch.device("cpu")
-    main(["--device", "cpu"])
+    assert main(["--device", "cpu"]) == 0
     assert capsys.readouterr().out.strip() == "TABLE"
 
 
@@ -300,9 +305,11 @@ def test_json_keys_are_the_documented_ones():
     ]  # fmt: skip
     run = tiny_models_n256(roofs=fake_roofs(), n_tokens=8, steps=2, warmup=0, repeat=1)
     d = as_json(run)
-    assert list(d) == ["note", "n_tokens", "steps", "params", "ar", "dllm", "dllm_speedup"]
-    assert list(d["ar"]) == ["decoder", "measured_ms", "measured_iqr_ms", "passes", "ms_per_pass", "predicted_ms"]
-    assert d["ar"]["measured_ms"] == round(1e3 * run.ar.measured.value, 2)
+    assert list(d) == ["note", "n_tokens", "steps", "params", "ar", "dllm", "dllm_speedup_eager"]
+    assert list(d["ar"]) == [
+        "decoder", "measured_ms_eager", "measured_iqr_ms_eager", "passes", "ms_per_pass_eager", "predicted_ms",
+    ]  # fmt: skip
+    assert d["ar"]["measured_ms_eager"] == round(1e3 * run.ar.measured.value, 2)
 
 
 def test_python_m_helpers_bench_help_runs():

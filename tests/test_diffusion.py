@@ -38,7 +38,7 @@ class Constant(Transformer):
         )
         self.fixed = logits
 
-    def forward(self, idx, cache=None, last_only=False):
+    def forward(self, idx, cache=None, last_only=False, check_ids=True):
         return self.fixed[None, : idx.size(1)].expand(idx.size(0), -1, -1).clone()
 
 
@@ -50,7 +50,7 @@ class Crowd(Transformer):
         super().__init__(ModelConfig(vocab_size=V, max_len=max_len, d_model=8, n_layer=1, n_head=1, causal=False))
         self.a, self.b = a, b
 
-    def forward(self, idx, cache=None, last_only=False):
+    def forward(self, idx, cache=None, last_only=False, check_ids=True):
         visible = (idx != LANG.mask_id).float().mean(dim=1, keepdim=True)  # (B, 1)
         logits = torch.zeros(idx.size(0), idx.size(1), V)
         pick = torch.where(visible > 0.5, self.b, self.a)  # (B, 1)
@@ -507,7 +507,7 @@ class Visible(Transformer):
     def __init__(self, max_len=32):
         super().__init__(ModelConfig(vocab_size=V, max_len=max_len, d_model=8, n_layer=1, n_head=1, causal=False))
 
-    def forward(self, idx, cache=None, last_only=False):
+    def forward(self, idx, cache=None, last_only=False, check_ids=True):
         visible = (idx != LANG.mask_id).float().mean(dim=1)  # (B,)
         logits = torch.zeros(idx.size(0), idx.size(1), V)
         logits[visible > 0.5, :, 10] = 20.0

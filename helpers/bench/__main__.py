@@ -1,5 +1,7 @@
 """`python -m helpers.bench`: see helpers/bench/__init__.py for what it measures."""
 
-from helpers.bench.report import main
+import sys
 
-main()
+from helpers.bench.cli import main
+
+sys.exit(main())

@@ -21,7 +21,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from helpers import gpu
-from helpers.bench.passes import DECODE_CONTEXT, DecodeStep, decode_step, model_gemv_bandwidth
+from helpers.bench.decode import DECODE_CONTEXT, DecodeStep, decode_step, model_gemv_bandwidth
 from helpers.bench.roofs import Roofs
 from helpers.fixtures import layout_of, model_device_dtype, prefilled_cache, random_model, tiny_config
 from helpers.machine import device_memory_bytes

@@ -23,7 +23,7 @@ from helpers.timing import (
     matmul_flops,
     stream_bandwidth,
 )
-from helpers.validation import check_int
+from helpers.validation import check_int, check_number
 
 CPU_MATMUL_N = 2048  # the CPU's compute roof from a 2048^3 matmul: steadier than helpers.timing's 1024
 
@@ -41,9 +41,14 @@ class BenchSettings:
     widths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
     tiny_repeat: int = 3  # timed end-to-end generations of N tokens, per decoder
     format_rounds: int = 5  # rounds of the fp32 / bf16 / int8 decode step, timed in turn (CPU)
+    warm_up_s: float = 1.0  # seconds of large matmuls before the first timed stage (clocks up from idle)
+    array_bytes: int | None = None  # bytes per bandwidth array; None: array_scale x default_array_bytes
 
     def __post_init__(self):
         check_int(self.warmup, "BenchSettings.warmup", 0)
+        check_number(self.warm_up_s, "BenchSettings.warm_up_s", 0)
+        if self.array_bytes is not None:
+            check_int(self.array_bytes, "BenchSettings.array_bytes", 2**10)
         for name in ("repeat", "array_scale", "decode_repeat", "width_repeat", "tiny_repeat", "format_rounds"):
             check_int(getattr(self, name), f"BenchSettings.{name}", 1)
         if self.matmul_n is not None:
@@ -64,6 +69,20 @@ QUICK = BenchSettings(
     tiny_repeat=2,
     widths=(1, 4, 16, 64, 256),
     format_rounds=3,
+    warm_up_s=0.5,
+)
+# only to check that every stage runs end to end (tests, `reference --quick`): its numbers mean nothing
+SMOKE = BenchSettings(
+    warmup=0,
+    repeat=2,
+    array_bytes=8 * 2**20,
+    matmul_n=256,
+    decode_repeat=2,
+    width_repeat=1,
+    tiny_repeat=1,
+    widths=(1, 4, 16),
+    format_rounds=1,
+    warm_up_s=0.05,
 )
 
 
@@ -121,7 +140,7 @@ def measure_machine(device=None, *, settings: BenchSettings = FULL) -> Roofs:
     device = as_device(device)
     if not isinstance(settings, BenchSettings):
         raise ValueError(f"settings must be a BenchSettings (FULL, QUICK or your own), got {settings!r}")
-    nbytes = settings.array_scale * default_array_bytes(device)
+    nbytes = settings.array_bytes or settings.array_scale * default_array_bytes(device)
     memory = device_memory_bytes(device)
     if memory:  # never more than 1/16 of the device's memory per array, on every device
         nbytes = min(nbytes, memory // MEMORY_FRACTION)

@@ -1,13 +1,18 @@
-"""Stages 2 to 4 of helpers.bench: the course's decoders' passes, measured next to the roofline.
+"""Stage 2 of helpers.bench: one cached decode step of the course's own decoder, timed, next to
+the roofline's prediction.
 
-2. `decode_step`: one cached decode step of the course's own decoder, exactly the call
-   helpers.ar.generate makes (`model(token, cache=cache, last_only=True)`), with the cache
-   prefilled to a realistic context, compared with helpers.costs' prediction from the bandwidth
-   the model's own GEMVs reach (`model_gemv_bandwidth`), measured alongside; MBU.
-3. `width_sweep`: one pass of a bidirectional (diffusion) model over W positions, as a multiple
-   of one AR decode step: flat while the pass is memory-bound, rising once W passes the ridge.
-4. `tiny_models_n256`: N new tokens end to end with the KV-cached AR decoder (N passes) and the
-   masked-diffusion sampler (K passes), passes counted by helpers.model.count_passes.
+The step is exactly the call helpers.ar.generate makes for every token after the first,
+`model(token, cache=cache, last_only=True, check_ids=False)`, with the cache prefilled to a
+realistic context. Its prediction uses the bandwidth the model's own GEMVs reach
+(`model_gemv_bandwidth`, measured alongside); MBU compares the step with STREAM and, on a GPU,
+with the datasheet.
+
+What each time contains:
+- eager (`measured`, fields `*_eager`): one kernel launch per operation and Python's dispatch of
+  each; no host sync (generate checks the token ids once, for the prompt, so the timed step does
+  not read anything back), so the host can queue steps ahead of the GPU;
+- CUDA graph (`graphed`): the same kernels replayed with one launch; what the GPU itself needs.
+The headline numbers (error, achieved bandwidth, MBU) use the graph where there is one.
 """
 
 from __future__ import annotations
@@ -17,47 +22,22 @@ from dataclasses import dataclass
 import torch
 
 from helpers import gpu
-from helpers.ar import generate
 from helpers.bench.roofs import Roofs, check_roofs
-from helpers.costs import StepCost, decode_step_cost, forward_pass_cost, mbu, predicted_time
-from helpers.device import as_device
-from helpers.diffusion import sample
-from helpers.fixtures import (
-    TINY_TOKENS,
-    layout_of,
-    model_device_dtype,
-    model_dtype,
-    prefilled_cache,
-    random_model,
-    tiny_config,
-)
+from helpers.costs import StepCost, decode_step_cost, mbu, predicted_time
+from helpers.fixtures import layout_of, model_device_dtype, prefilled_cache, random_model
 from helpers.hardware import Hardware, match_hardware
-from helpers.latency import ar_pass_costs, dllm_pass_costs
 from helpers.measurement import Measurement, benchmark
-from helpers.model import ModelConfig, Transformer, count_passes, gpt2_small_config
-from helpers.toylang import LANG
+from helpers.model import ModelConfig, Transformer, gpt2_small_config
 from helpers.validation import check_int
 
 DECODE_CONTEXT = 512  # positions already in the KV cache when a decode step is timed (GPT-2 small: max 1024)
-TINY_STEPS = 32  # K diffusion passes for the tiny models' N = TINY_TOKENS
-TINY_NOTE = (
-    "course tiny shape (d_model 128, 4 layers, 4 heads, vocab {vocab}) with random weights and "
-    "max_len {max_len}: the shipped checkpoints have only 33 positions, too few for N = {n}"
-)
+EAGER_CONTAINS = "one kernel launch per operation and Python's dispatch; no host sync (ids checked once per generate)"
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    """helpers.costs' name for a dtype's size: 'fp32' for 4 bytes, 'bf16' for 2 (fp16 too)."""
-    return {4: "fp32", 2: "bf16"}[dtype.itemsize]
-
-
-def _check_transformer(model) -> Transformer:
+def check_transformer(model) -> Transformer:
     if not isinstance(model, Transformer):
         raise ValueError(f"model must be a helpers.model.Transformer, got {type(model).__name__}")
     return model
-
-
-# ----------------------------------------------------------------------------- 2. the decode step
 
 
 @dataclass
@@ -70,15 +50,15 @@ class DecodeStep:
     graph, so that the prediction holds the kernels' bandwidth, not the launch rate. The prediction
     with the machine's single large GEMV (`roofs.gemv`) is kept for comparison.
 
-    On CUDA the step is timed twice: eagerly (`measured`, the call helpers.ar.generate makes, one
-    kernel launch per operation) and replayed as one CUDA graph (`graphed`): the difference is the
-    cost of launching the kernels one by one."""
+    On CUDA the step is timed twice: eagerly (`measured`: one kernel launch per operation) and
+    replayed as one CUDA graph (`graphed`): the difference is the cost of launching the kernels
+    one by one. Properties named `*_eager` use the eager time; the others use `fastest`."""
 
     shape: str  # what was timed, in words
     dtype: str
     batch: int
     context: int  # positions in the KV cache before the step
-    measured: Measurement  # seconds per step, eager
+    measured: Measurement  # seconds per step, eager (see EAGER_CONTAINS)
     cost: StepCost  # bytes and FLOPs of the step (helpers.costs.decode_step_cost)
     gemv: Measurement  # GB/s of the model's own GEMVs back to back, eager, measured in the same call
     predicted_s: float  # helpers.costs.predicted_time(cost, self.bandwidth, matmul peak)
@@ -102,8 +82,17 @@ class DecodeStep:
         return self.graphed or self.measured
 
     @property
+    def timed_as(self) -> str:
+        """Which time the headline numbers use: "cuda graph" or "eager"."""
+        return "eager" if self.graphed is None else "cuda graph"
+
+    @property
     def achieved_bandwidth(self) -> float:
-        """Bytes the step must read / measured eager time, in bytes/s."""
+        """Bytes the step must read / the fastest time, in bytes/s."""
+        return self.cost.total_bytes / self.fastest.si
+
+    @property
+    def achieved_bandwidth_eager(self) -> float:
         return self.cost.total_bytes / self.measured.si
 
     @property
@@ -118,7 +107,11 @@ class DecodeStep:
 
     @property
     def mbu(self) -> float:
-        """Model bandwidth utilisation of the eager step against the measured STREAM bandwidth."""
+        """Model bandwidth utilisation of the fastest step against the measured STREAM bandwidth."""
+        return mbu(self.cost, self.fastest.si, self.stream_bandwidth)
+
+    @property
+    def mbu_eager(self) -> float:
         return mbu(self.cost, self.measured.si, self.stream_bandwidth)
 
     def mbu_datasheet(self, graphed: bool = True) -> float | None:
@@ -137,8 +130,13 @@ class DecodeStep:
 
     @property
     def vs_gemv(self) -> float:
-        """Achieved bandwidth as a fraction of the model's own GEMVs' (what the rest of the step costs)."""
-        return self.achieved_bandwidth / self.gemv.si
+        """Achieved bandwidth as a fraction of what the model's own GEMVs reach (graph against
+        graph on CUDA): what the rest of the step costs."""
+        return self.achieved_bandwidth / self.bandwidth
+
+    @property
+    def vs_gemv_eager(self) -> float:
+        return self.achieved_bandwidth_eager / self.gemv.si
 
 
 def decode_step(
@@ -155,9 +153,9 @@ def decode_step(
     gemv: Measurement | None = None,
     graph: bool | None = None,
 ) -> DecodeStep:
-    """Time one KV-cached decode step, `model(token, cache=cache, last_only=True)`, the call
-    helpers.ar.generate makes for every token after the first, with `context` positions already
-    in the cache (reset to `context` before every run, so each run does the same work).
+    """Time one KV-cached decode step, the call helpers.ar.generate makes for every token after
+    the first, with `context` positions already in the cache (reset to `context` before every
+    run, so each run does the same work).
 
     model: a causal Transformer (timed as it is, on its device and dtype), a ModelConfig (random
     weights on `device` in model_dtype(device)) or None (GPT-2 small's shape).
@@ -189,12 +187,7 @@ def decode_step(
     graph = cuda is not None if graph is None else graph
     graphed = graph_exact = gemv_graphed = None
     with torch.inference_mode():
-        cache, token = prefilled_cache(model, context, batch, seed)
-
-        def step():
-            cache.length = context  # every run appends at the same position
-            return model(token, cache=cache, last_only=True)  # (B, 1, V)
-
+        step = decode_step_fn(model, context, batch, seed)
         measured = benchmark(step, warmup=warmup, repeat=repeat, device=device)
         if graph:
             eager_logits = step().clone()  # (B, 1, V)
@@ -228,10 +221,23 @@ def decode_step(
     )
 
 
+def decode_step_fn(model: Transformer, context: int, batch: int = 1, seed: int = 0):
+    """The decode step decode_step times and captures, as a function of no arguments: the cache
+    prefilled with `context` positions, reset to them before each call, one new token. Call it
+    under torch.inference_mode()."""
+    cache, token = prefilled_cache(model, context, batch, seed)
+
+    def step():
+        cache.length = context  # every run appends at the same position
+        return model(token, cache=cache, last_only=True, check_ids=False)  # (B, 1, V)
+
+    return step
+
+
 def model_gemvs(model: Transformer):
     """A function that multiplies one vector by every weight matrix of `model` (every layer with
     `in_features`: nn.Linear, or helpers.precision.Int8Linear), back to back in step order."""
-    device, dtype = model_device_dtype(_check_transformer(model))
+    device, dtype = model_device_dtype(check_transformer(model))
     layers = [m for m in model.modules() if hasattr(m, "in_features")]
     inputs = [torch.rand(1, m.in_features, device=device, dtype=dtype) for m in layers]  # (1, in) each
 
@@ -252,7 +258,7 @@ def model_gemv_bandwidth(
     matmul (attention, norms, Python). device: unused (the model's own device is timed).
     graph=True (CUDA only): the GEMVs replayed as one CUDA graph, so that launching 49 kernels one
     by one does not count: the bandwidth of the kernels themselves."""
-    device, dtype = model_device_dtype(_check_transformer(model))
+    device, dtype = model_device_dtype(check_transformer(model))
     if not isinstance(graph, bool):
         raise ValueError(f"graph must be True or False, got {graph!r}")
     cuda = gpu.runtime(device)
@@ -261,160 +267,6 @@ def model_gemv_bandwidth(
     nbytes = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear)) * dtype.itemsize
     with torch.inference_mode():
         run = model_gemvs(model)
-        if graph:
-            run = cuda.capture(run).replay
-        seconds = benchmark(run, warmup=warmup, repeat=repeat, device=device)
+        captured = cuda.capture(run) if graph else None  # held while timed: it keeps the inputs alive
+        seconds = benchmark(captured.replay if graph else run, warmup=warmup, repeat=repeat, device=device)
     return Measurement.from_samples([nbytes / t / 1e9 for t in seconds.samples], "GB/s")
-
-
-# ----------------------------------------------------------------------------- 3. a pass over W positions
-
-
-@dataclass
-class WidthPoint:
-    """One pass of a bidirectional model over `width` positions, against one AR decode step."""
-
-    width: int
-    measured: Measurement  # seconds per pass
-    predicted_s: float  # roofline time of forward_pass_cost(tokens=width), with the step's bandwidth
-    step_measured_s: float  # the measured AR decode step it is compared with
-    step_predicted_s: float  # that step's roofline time
-    intensity: float  # FLOP/byte of the pass
-
-    @property
-    def ratio(self) -> float:
-        """Measured cost of the pass in AR decode steps."""
-        return self.measured.si / self.step_measured_s
-
-    @property
-    def predicted_ratio(self) -> float:
-        return self.predicted_s / self.step_predicted_s
-
-
-def width_sweep(
-    model: Transformer,
-    widths,
-    *,
-    roofs: Roofs,
-    step: DecodeStep,
-    warmup: int = 1,
-    repeat: int = 3,
-    seed: int = 0,
-) -> list[WidthPoint]:
-    """Time one pass of `model` (bidirectional: every position sees every other, no cache) over
-    W positions for each W in `widths`, the pass a diffusion sampler makes over a canvas of W
-    positions, and compare it with the measured AR decode `step` (from decode_step). Predictions
-    use the step's GEMV bandwidth and the roofs' matmul peak."""
-    _check_transformer(model)
-    if not isinstance(roofs, Roofs) or not isinstance(step, DecodeStep):
-        raise ValueError("roofs must come from measure_machine and step from decode_step")
-    if isinstance(widths, str) or not hasattr(widths, "__iter__"):
-        raise ValueError(f"widths must be a list of ints >= 1, got {widths!r}")
-    widths = list(widths)
-    if not widths:
-        raise ValueError("widths must hold at least one width")
-    for w in widths:
-        check_int(w, "each width", 1)
-        if w > model.config.max_len:
-            raise ValueError(f"width {w} is longer than the model's max_len ({model.config.max_len})")
-    device, dtype = model_device_dtype(model)
-    gen = torch.Generator().manual_seed(check_int(seed, "seed", 0))
-    points = []
-    for w in widths:
-        canvas = torch.randint(0, model.config.vocab_size, (1, w), generator=gen).to(device)  # (1, W)
-        with torch.inference_mode():
-            measured = benchmark(lambda c=canvas: model(c), warmup=warmup, repeat=repeat, device=device)  # (1, W, V)
-        cost = forward_pass_cost(model.config, tokens=w, bytes_per_param=dtype.itemsize)
-        points.append(
-            WidthPoint(
-                width=w,
-                measured=measured,
-                predicted_s=predicted_time(cost, step.bandwidth, roofs.peak_flops),
-                step_measured_s=step.measured.si,
-                step_predicted_s=step.predicted_s,
-                intensity=cost.intensity,
-            )
-        )
-    return points
-
-
-# ----------------------------------------------------------------------------- 4. the tiny models end to end
-
-
-@dataclass
-class DecoderRun:
-    """N tokens generated end to end by one decoder: wall time, counted passes, prediction."""
-
-    decoder: str
-    measured: Measurement  # seconds for all N tokens
-    passes: int  # forward passes, counted by helpers.model.count_passes
-    predicted_s: float  # roofline: sum of predicted_time over the passes (helpers.costs)
-
-    @property
-    def per_pass_s(self) -> float:
-        return self.measured.si / self.passes
-
-
-@dataclass
-class TinyRun:
-    """Both decoders on the course's tiny shape, N tokens each."""
-
-    note: str
-    n_tokens: int
-    steps: int
-    params: int
-    ar: DecoderRun
-    dllm: DecoderRun
-
-
-def _predicted_total(costs: list[StepCost], roofs: Roofs) -> float:
-    return sum(predicted_time(c, roofs.bandwidth, roofs.peak_flops) for c in costs)
-
-
-def tiny_models_n256(
-    *,
-    roofs: Roofs,
-    n_tokens: int = TINY_TOKENS,
-    steps: int = TINY_STEPS,
-    device=None,
-    warmup: int = 1,
-    repeat: int = 3,
-    seed: int = 0,
-) -> TinyRun:
-    """Generate N tokens after <bos> at batch 1, greedily, with random tiny models: the KV-cached
-    AR decoder (helpers.ar.generate, N passes) and the masked-diffusion sampler (helpers.diffusion
-    .sample, confidence order, K = steps passes over the whole canvas). Wall times are medians of
-    `repeat` runs; passes are counted while the code runs."""
-    check_roofs(roofs)
-    n_tokens = check_int(n_tokens, "n_tokens", 1)
-    steps = check_int(steps, "steps", 1)
-    if steps > n_tokens:
-        raise ValueError(f"steps ({steps}) must be <= n_tokens ({n_tokens}): each pass commits at least one token")
-    device = as_device(device)
-    ar_model = random_model(tiny_config(n_tokens, causal=True), device, seed=seed)
-    dllm_model = random_model(tiny_config(n_tokens, causal=False), device, seed=seed)
-    prompt = torch.tensor([[LANG.bos_id]], device=device)  # (1, 1)
-    dtype = _dtype_name(model_dtype(device))
-
-    def run_ar():
-        return generate(ar_model, prompt, n_tokens, temperature=0)
-
-    def run_dllm():
-        return sample(dllm_model, n_tokens, steps, temperature=0)
-
-    with count_passes(ar_model) as ar_passes:
-        run_ar()
-    with count_passes(dllm_model) as dllm_passes:
-        run_dllm()
-    ar_time = benchmark(run_ar, warmup=warmup, repeat=repeat, device=device)
-    dllm_time = benchmark(run_dllm, warmup=warmup, repeat=repeat, device=device)
-    ar_costs = ar_pass_costs(n_tokens, ar_model.config, prompt=1, dtype=dtype)
-    dllm_costs = dllm_pass_costs(n_tokens, steps, dllm_model.config, prompt=1, dtype=dtype)
-    return TinyRun(
-        note=TINY_NOTE.format(vocab=len(LANG.vocab), max_len=n_tokens + 1, n=n_tokens),
-        n_tokens=n_tokens,
-        steps=steps,
-        params=ar_model.num_params(),
-        ar=DecoderRun("AR, KV cache", ar_time, ar_passes.n, _predicted_total(ar_costs, roofs)),
-        dllm=DecoderRun(f"dLLM, K = {steps}", dllm_time, dllm_passes.n, _predicted_total(dllm_costs, roofs)),
-    )
