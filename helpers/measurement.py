@@ -86,7 +86,7 @@ class Measurement:
         shown = self
         if self.unit == "s" and self.value < 1:  # 0.0123 s reads better as 12.3 ms
             shown = self.to("ms" if self.value >= 1e-3 else "us")
-        return f"{_fmt(shown.value)} {shown.unit} (IQR {_fmt(shown.spread)})"
+        return f"{_fmt(shown.value)} {shown.unit} (IQR {_fmt(shown.spread)} {shown.unit})"
 
 
 def rates(seconds: Measurement, amount: float, scale: float, unit: str) -> Measurement:

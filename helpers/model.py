@@ -198,7 +198,8 @@ class Transformer(nn.Module):
         (out, in) shape, its values and every result. A decode step multiplies one vector by each
         matrix; the CPU's matrix-vector kernel streams long contiguous runs fastest, so a matrix
         with more outputs than inputs (qkv, the MLP's first layer, the output head) is stored
-        input-major, as GPT-2's original code stores all its weights. Notebook 04 measures the
+        input-major, as GPT-2's original code stores its blocks' weights (its output head, the
+        tied embedding, it keeps row by row). Notebook 04 measures the
         difference. Training keeps PyTorch's default layout; loaded checkpoints use this one."""
         for module in self.modules():
             if isinstance(module, nn.Linear) and module.weight is not self.tok_emb.weight:

@@ -44,7 +44,7 @@ def decode_cached(model, prompt: torch.Tensor, n_new: int) -> torch.Tensor:
     cache = model.new_cache(prompt.size(0))  # keys and values of every layer, preallocated
     seq, step_input = prompt, prompt  # (B, T0)
     for _ in range(n_new):
-        logits = model(step_input, cache=cache, last_only=True)[:, -1]  # (B, V) head on the last position only
+        logits = model(step_input, cache=cache)[:, -1]  # (B, V) scores at the last position
         token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
         seq = torch.cat([seq, token], dim=1)  # (B, T + 1)
         step_input = token  # the cache remembers everything before it
@@ -59,7 +59,7 @@ def tokens_per_step(n_tokens: int, steps: int) -> list[int]:
 
 
 def commit_most_confident(probs: torch.Tensor, canvas: torch.Tensor, k: int, mask_id: int) -> torch.Tensor:
-    """One low-confidence pass: at the k masked positions whose most likely token is most
+    """One pass of confidence order: at the k masked positions whose most likely token is most
     probable, write that token (leftmost first on ties; every masked one if fewer than k)."""
     confidence, choice = probs.max(dim=-1)  # (B, T) each
     confidence = confidence.masked_fill(canvas != mask_id, -math.inf)  # only masked positions compete

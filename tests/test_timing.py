@@ -42,13 +42,13 @@ def test_benchmark_statistics_on_a_fake_clock():
     assert m.unit == "s" and m.samples == [4.0, 1.0, 3.0, 2.0, 100.0]
     assert m.value == 3.0  # median
     assert m.spread == 2.0  # IQR: 75th (4.0) - 25th (2.0) percentile
-    assert str(m) == "3.00 s (IQR 2.00)"
+    assert str(m) == "3.00 s (IQR 2.00 s)"
 
 
 def test_benchmark_with_no_warmup_and_one_run():
     m = benchmark(lambda: None, warmup=0, repeat=1, clock=FakeClock([0.25]))
     assert (m.value, m.spread, m.samples) == (0.25, 0.0, [0.25])
-    assert str(m) == "250 ms (IQR 0)"
+    assert str(m) == "250 ms (IQR 0 ms)"
 
 
 def test_benchmark_on_cpu_never_touches_cuda(monkeypatch):
@@ -91,11 +91,11 @@ def test_measurement_units_and_text():
     m = Measurement.from_samples([10.0, 12.0, 14.0], "GB/s")
     assert m.value == 12.0 and m.spread == 2.0
     assert m.si == 12e9
-    assert str(m) == "12.0 GB/s (IQR 2.00)"
+    assert str(m) == "12.0 GB/s (IQR 2.00 GB/s)"
     t = m.to("B/s")
     assert t.value == 12e9 and t.samples == [10e9, 12e9, 14e9]
-    assert str(Measurement.from_samples([1.5e-5], "s")) == "15.0 us (IQR 0)"
-    assert str(Measurement.from_samples([1234.5], "GFLOP/s")) == "1234 GFLOP/s (IQR 0)"
+    assert str(Measurement.from_samples([1.5e-5], "s")) == "15.0 us (IQR 0 us)"
+    assert str(Measurement.from_samples([1234.5], "GFLOP/s")) == "1234 GFLOP/s (IQR 0 GFLOP/s)"
     with pytest.raises(ValueError, match="cannot convert GB/s"):
         m.to("s")
     with pytest.raises(ValueError, match="unit must be one of"):

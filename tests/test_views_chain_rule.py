@@ -21,13 +21,33 @@ def two_axes():
     plt.close(fig)
 
 
-def test_exact_vs_sampled_draws_one_pair_of_bars_per_sentence():
+def test_exact_vs_sampled_draws_a_band_a_tick_and_a_dot_per_sentence():
     fig, ax = plt.subplots()
-    draw_exact_vs_sampled(ax, ["a", "b", "c"], [0.3, 0.2, 0.1], [0.28, 0.22, 0.1], [0.01, 0.01, 0.01], 5000)
-    assert len(ax.patches) == 6
+    exact, sampled, se = [0.3, 0.2, 0.1], [0.28, 0.22, 0.1], [0.01, 0.02, 0.01]
+    draw_exact_vs_sampled(ax, ["a", "b", "c"], exact, sampled, se, 5000)
+    bands = ax.patches
+    assert len(bands) == 3  # one band per sentence, no bars that could hide the dots
+    assert np.allclose([b.get_x() for b in bands], np.subtract(exact, se))
+    assert np.allclose([b.get_width() for b in bands], np.multiply(2, se))
+    ticks, dots = ax.lines
+    assert np.allclose(ticks.get_xdata(), exact) and np.allclose(dots.get_xdata(), sampled)
+    assert np.allclose(dots.get_ydata(), [0, 1, 2])
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
-    assert "3 most likely" in ax.get_title()
-    assert "5,000 samples" in [t.get_text() for t in ax.get_legend().get_texts()][1]
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the first (most likely) sentence on top
+    low, high = ax.get_xlim()
+    assert low <= 0.09 and high >= 0.31  # every band and dot inside the axes
+    assert "3 most likely" in ax.get_title(loc="left") and "5,000 samples" in ax.get_title(loc="left")
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "frequency in 5,000 samples" in legend and "exact P(x) ± one standard error" in legend
+    plt.close(fig)
+
+
+def test_exact_vs_sampled_wraps_long_labels():
+    fig, ax = plt.subplots()
+    long = "alice flew from new york to san francisco ."
+    draw_exact_vs_sampled(ax, [long], [0.003], [0.002], [0.0007], 5000)
+    (label,) = [t.get_text() for t in ax.get_yticklabels()]
+    assert "\n" in label and label.replace("\n", " ") == long
     plt.close(fig)
 
 
@@ -63,7 +83,18 @@ def test_joint_vs_product_outlines_the_allowed_pairs_and_labels_every_cell(two_a
         assert len(ax.texts) == 4
     assert "valid mass 0.500" in two_axes[0].get_title()
     assert "valid mass 0.250" in two_axes[1].get_title()  # 0.1 + 0.15 on the allowed cells
-    assert [t.get_text() for t in two_axes[0].texts] == ["0.200", "0", "0", "0.300"]
+    assert [t.get_text() for t in two_axes[0].texts] == ["0.200", "0.000", "0.000", "0.300"]  # one format
+    assert [t.get_text() for t in two_axes[1].texts] == ["0.100", "0.150", "0.100", "0.150"]
+
+
+def test_joint_vs_product_shares_one_colour_scale_and_one_colour_bar(two_axes):
+    draw_joint_vs_product(two_axes, JOINT, PRODUCT, ["new", "san"], ["york", "diego"])
+    (left,), (right,) = two_axes[0].images, two_axes[1].images
+    assert left.get_cmap().name == right.get_cmap().name
+    assert left.get_clim() == right.get_clim() and left.get_clim()[0] == 0
+    assert left.get_clim()[1] >= JOINT.max()  # no cell beyond the scale
+    colour_bars = [ax for ax in two_axes[0].figure.axes if ax not in two_axes]
+    assert len(colour_bars) == 1 and colour_bars[0].get_ylabel() == "probability"
 
 
 @pytest.mark.parametrize(

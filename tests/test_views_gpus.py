@@ -45,6 +45,9 @@ def test_the_calibration_views_show_every_row_and_its_setting(rows):
     assert settings.count("\n") == len(rows) - 1 and "prompt 1200, 1024 tokens, 7.31 tokens/pass" in settings
     same = views.same_setting_text(rows)
     assert "= 5.0x" in same and "= 2.7x" in same and "= 6.9x" in same and "30 %" in same
+    # what the same-setting comparison assumes, and which published numbers come from one source
+    assert "assumed, not published: the H100 variant (SXM), the prompt length, HF generate's batch (1)" in same
+    assert "published, one source" in same and "published, two sources" in same
     with pytest.raises(ValueError, match="rows must be a non-empty list of CalibrationRow"):
         views.calibration_text([])
     with pytest.raises(ValueError, match="one 'd3LLM' row on NVIDIA H100 SXM, found 0"):
@@ -91,6 +94,16 @@ def test_the_budget_table_and_the_matched_quality_figure():
     assert any("no rate to plot" in t.get_text() for t in fig.axes[1].texts)
     assert [t.get_text() for t in fig.axes[0].texts] == ["K = 32"]
     plt.close("all")
+    # rate labels sit inside their axes, not in the tick margin
+    fig = gpu_speed.draw_matched_quality(ar_seconds, dllm_seconds, [("a", [2.77, 9.11])])
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.texts] == ["2.77\ntokens/pass", "9.11\ntokens/pass"]
+    box = ax.get_window_extent()
+    for label in ax.texts:
+        extent = label.get_window_extent()
+        assert extent.x0 >= box.x0 and extent.x1 <= box.x1, f"{label.get_text()!r} leaves its axes"
+    plt.close("all")
     assert gpu_speed.budget_label(2.77) == "2.77 tokens/pass"
     with pytest.raises(ValueError, match="at most two budgets"):
         gpu_speed.draw_matched_quality(ar_seconds, dllm_seconds, [("a", [1.0, 2.0, 3.0])])
@@ -107,6 +120,8 @@ def test_the_agents_table_and_the_reference_runs(tmp_path):
         gpu_speed.agents_table({"AR": 3.8}, 0)
     with pytest.raises(ValueError, match="the seconds of 'AR' must be a finite number > 0"):
         gpu_speed.agents_table({"AR": -1.0}, 10)
-    assert "No reference measurements (data/bench_*.json) are shipped yet" in gpu_speed.reference_text(tmp_path)
+    none = gpu_speed.reference_text(tmp_path)
+    assert "No reference measurements (data/bench_*.json) are shipped yet" in none
+    assert "a projection from data/hardware.csv, a published measurement or an assumption" in none
     with pytest.raises(ValueError, match="folder must be an existing directory"):
         gpu_speed.reference_text(tmp_path / "missing")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from matplotlib import pyplot as plt
+from matplotlib.text import Text
 
 from helpers.matched_quality import load_sweep
 from helpers.matching import target_from
@@ -25,6 +26,7 @@ def test_the_tables_show_every_strategy_and_the_reference(sweep):
     assert "99.8 ± 0.1" in validity and "tau = 0.5 :  1.29 tokens per pass" in validity and validity.count("\n") > 15
     quality = views.quality_table(sweep, exact)
     assert all(views.short(n) in quality for n in views.MAIN) and "AR, T = 1" in quality and "3.96" in quality
+    assert "slowest setting: confidence K = 32" in quality and "threshold tau = 0.9, MDLM K = 128" in quality
     parts = views.decomposition_table(sweep)
     assert "-15.26" in parts and parts.count("\n") == len(views.MAIN) + 1
     matched = views.matched_table(sweep, target_from(sweep.ar))
@@ -37,8 +39,18 @@ def test_the_figures_draw_every_strategy(sweep):
     fig, ax = plt.subplots()
     views.draw_validity(ax, sweep, target)
     assert len(ax.get_legend().get_texts()) == len(views.MAIN) + 1
+    ar_line = [line for line in ax.lines if line.get_label().startswith("AR model")]
+    assert len(ar_line) == 1 and set(ar_line[0].get_ydata()) == {100 * sweep.ar.validity}  # a line, not a marker
+    assert "none does" in ax.get_title(loc="left")
     fig = views.draw_frontier(sweep, target, exact_documents(33))
     assert len(fig.axes) == 2
+    renderer = fig.canvas.get_renderer()
+    for panel in fig.axes:  # the tokens-per-pass labels overlap neither each other nor the legend
+        boxes = [Text.get_window_extent(t, renderer) for t in panel.texts]
+        boxes.append(panel.get_legend().get_window_extent(renderer))
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    wide_labels = [(t.get_text(), t.get_color()) for t in fig.axes[0].texts]
+    assert ("1.0", views.STYLE["confidence"][1]) in wide_labels and ("1.1", "black") in wide_labels  # the cluster
     fig = views.draw_eos_per_pass({"confidence": np.ones(32)}, 3.45)
     assert fig.axes[0].lines[0].get_ydata()[-1] == 32
     plt.close("all")
@@ -52,11 +64,25 @@ def test_the_editor_tables_compare_at_equal_k_and_at_equal_passes(sweep):
     editors = [n for n in sweep.runs if n.startswith("MDLM + ")]
     table = editor.editor_table(sweep, "ancestral (MDLM)", editors)
     assert table.count("\n") == 8 and "+15.1 ± 2.2" in table
-    assert "4.02:  +7.5 ± 1.3" in editor.equal_passes_table(sweep, ["MDLM + ReMDM-cap 0.4"])
+    same_passes = editor.equal_passes_table(sweep, ["MDLM + ReMDM-cap 0.4"])
+    assert "tok/pass" in same_passes and "  8           4.02    +7.5 ± 1.3" in same_passes
+    assert same_passes.splitlines()[-1].endswith("-")  # K = 32: faster than any MDLM setting measured
     assert editor.interpolated_validity(sweep.runs["ancestral (MDLM)"], 99.0) is None
     assert "4.06" in editor.remaskings_table()
     with pytest.raises(ValueError, match="base and editors must be strategies"):
         editor.editor_table(sweep, "greedy", editors)
+    with pytest.raises(ValueError, match="base and editors must be strategies"):
+        editor.equal_passes_table(sweep, ["greedy"])
+
+
+def test_a_label_with_no_room_is_left_out():
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    fig.canvas.draw()
+    crowd = [(x, y, 6.0) for x in np.arange(0, 0.7, 0.04) for y in np.arange(0, 1.01, 0.04)]  # the left 70 %
+    placed = views.place_labels(ax, [(0.9, 0.5, "free", "k"), (0.3, 0.52, "boxed in", "k")], crowd)
+    assert [t.get_text() for t in placed] == ["free"]
+    plt.close(fig)
 
 
 def test_a_repair_is_found_and_drawn():
@@ -70,6 +96,7 @@ def test_a_repair_is_found_and_drawn():
     row, pos, first, last = editor.find_repair(trace, edited)
     assert first < last and bool(trace[last]["committed"][row, pos])
     editor.draw_repair(trace, edited, lambda d: "doc")
+    assert f"positions {pos - 8}-{pos + 2} around the repair" in plt.gca().get_title(loc="left")
     plt.close("all")
     with pytest.raises(ValueError, match="no revision in this trace repaired a city name"):
         editor.find_repair(trace[:1], edited)

@@ -20,13 +20,16 @@ def test_the_roofline_figures_draw_what_they_are_given():
     points = views.roof_points({"decode": cost}, 989e12, 3350e9)
     assert points["decode"][0] == pytest.approx(cost.intensity)
     views.draw_two_roofs(ax, ROOFS, 989e12, 3350e9, points)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("GEMV bandwidth" in label for label in labels)  # the CPU roof names its bandwidth
     rows = [(b, 1e-3 * (1 + b / 16), b / 2, 2 * b * 4096**2 / (1e-3 * (1 + b / 16))) for b in (1, 4, 16, 256)]
     fig = views.draw_batch_sweep(rows, ROOFS, 4096, 4096)
     assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 2
     passes = [SimpleNamespace(width=w, ratio=max(1, w / 8), predicted_ratio=max(0.9, w / 16)) for w in (1, 2, 4, 64)]
     fig, ax = plt.subplots()
     views.draw_width_sweep(ax, passes, 16.0)
-    assert "W* = 16" in ax.get_legend().get_texts()[-1].get_text()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "W* = 16" in legend[-1] and "one AR decode step" in legend  # the line at 1 is named
     plt.close("all")
     with pytest.raises(ValueError, match="rows must hold at least one"):
         views.draw_batch_sweep([], ROOFS, 4096, 4096)

@@ -234,7 +234,8 @@ def test_explorer_widget_default_draws_the_static_figure():
     drawn_data = [list(line.get_ydata()) for line in ax.lines[:4]]
     assert drawn_data == [list(curves.ar), list(curves.dllm), list(curves.ar_ceiling), list(curves.dllm_ceiling)]
     assert all(c < t for c, t in zip(curves.dllm_ceiling, curves.dllm, strict=True))  # the ceiling is faster
-    assert "typical (60 % of bandwidth, 45 % of FLOP/s)" in ax.get_ylabel()
+    assert ax.get_ylabel() == "projected latency (s)"
+    assert "solid: typical (60 % of bandwidth, 45 % of FLOP/s)" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert "ceiling (100 % of datasheet)" in [t.get_text() for t in ax.get_legend().get_texts()][2]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert list(curves.n) == list(w.curves.n) and w.dllm_box.value == "LLaDA-8B"

@@ -1,4 +1,4 @@
-"""Checks for notebook 03: LLaDA's schedule of tokens per step, and one low-confidence pass that
+"""Checks for notebook 03: LLaDA's schedule of tokens per step, and one pass of confidence order that
 commits the k most confident masked positions."""
 
 from __future__ import annotations
@@ -117,11 +117,11 @@ def _pass_report(fn) -> str:
             hint = "on equal confidence the leftmost position wins: rank with argsort(descending=True, stable=True)"
         raise Failed(f"committed other positions than the k most confident ({case})", hint)
     return (
-        "the reference canvas on 24 random passes and 2 edge cases (equal confidences: leftmost wins; k larger "
-        "than the masked positions; nothing masked)"
+        "the reference canvas on 24 random passes (the last 6 ask for more positions than are masked) and 2 "
+        "edge cases (equal confidences: leftmost wins; nothing masked)"
     )
 
 
 def check_commit_most_confident(fn) -> bool:
-    """Compare `fn(probs, canvas, k, mask_id)` with one low-confidence pass on 26 cases."""
+    """Compare `fn(probs, canvas, k, mask_id)` with one pass of confidence order on 26 cases."""
     return run_check("commit_most_confident", fn, _pass_report)

@@ -1,16 +1,18 @@
-"""Notebook 02's tables and figures: the pass counts of section 4 and the time per token of its
-Going deeper section. Presentation only: the notebook counts and times, these functions show what
-it passes in."""
+"""Notebook 02's tables and figures: the pass counts of section 4, the time per token of its
+Going deeper section and the typewriter step drawn readably. Presentation only: the notebook counts
+and times, these functions show what it passes in."""
 
 from __future__ import annotations
 
 import math
+import textwrap
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from helpers.plotting import ACCENT_COLOR, AR_COLOR, new_figure
 from helpers.validation import check_int
-from helpers.widgets import readable_log_ticks
+from helpers.widgets import draw_model_step, readable_log_ticks
 
 
 def _counts(values, name: str, minimum: int = 0) -> list[int]:
@@ -63,22 +65,28 @@ def print_pass_table(lengths, passes, positions_cached, positions_naive) -> None
         print(f"{n:>5} {passes[i]:>7} {cached[i]:>19,d} {counted}".rstrip())
 
 
-def draw_pass_counts(lengths, passes, positions_cached, positions_naive) -> Figure:
-    """Left: sequential passes against N. Right: positions processed, cached loop against naive loop."""
+def draw_pass_counts(lengths, passes, positions_cached, positions_naive, passes_naive) -> Figure:
+    """Left: sequential passes against N, for both loops. Right: positions processed, cached loop
+    against naive loop. passes_naive covers the same first lengths as positions_naive."""
     lengths, passes, cached, naive = _pass_counts(lengths, passes, positions_cached, positions_naive)
+    passes_naive = _counts(passes_naive, "passes_naive")
+    if len(passes_naive) != len(naive):
+        raise ValueError(
+            f"passes_naive needs one entry per naive count ({len(naive)}, as positions_naive), got {len(passes_naive)}"
+        )
     fig, (left, right) = new_figure(ncols=2, figsize=(9, 3.6))
     counted_to = lengths[len(naive) - 1]
-    left.plot(
-        lengths, passes, "o-", color=AR_COLOR, label=f"counted (naive loop, counted to N = {counted_to}: the same)"
-    )
+    naive_style = dict(color=ACCENT_COLOR, ls="--", marker="s", ms=9, mfc="none", mew=1.5)  # hollow, larger: visible
+    left.plot(lengths, passes, "o-", color=AR_COLOR, label="KV cache")
+    left.plot(lengths[: len(naive)], passes_naive, **naive_style, label=f"naive loop (counted to N = {counted_to})")
     left.set(xscale="log", yscale="log", xlabel="tokens generated N", ylabel="sequential forward passes")
-    left.set_title("N tokens cost N passes, one after another")
+    left.set_title("N tokens cost N passes, with or without the cache")
     right.plot(lengths, cached, "o-", color=AR_COLOR, label="KV cache: the new token only")
-    right.plot(lengths[: len(naive)], naive, "s--", color=ACCENT_COLOR, label="naive loop: the whole prefix")
+    right.plot(lengths[: len(naive)], naive, **naive_style, label="naive loop: the whole prefix")
     right.set(xscale="log", yscale="log", xlabel="tokens generated N", ylabel="positions processed, all passes")
     right.set_title("Work inside those passes")
     left.legend(loc="lower right")  # upper left would cover the last points
-    right.legend()
+    right.legend(loc="lower right")
     return fig
 
 
@@ -101,3 +109,23 @@ def draw_time_per_token(lengths, cached_ms, naive_ms) -> Figure:
     readable_log_ticks(ax.yaxis)
     ax.legend()
     return fig
+
+
+def draw_typed_step(ax: Axes, trace, step: int, top: int = 8) -> None:
+    """`helpers.widgets.draw_model_step`, readable at any step: the y axis fitted to the tallest
+    bar (probabilities near 0.2 would be squashed on 0 .. 1), a title at the course style's size, and the
+    value written above every bar too short to see (an exact 0, or a model's 1e-04)."""
+    draw_model_step(ax, trace, step, top=top)
+    heights = [bar.get_height() for bar in ax.patches]
+    tallest = max(heights)
+    ax.set_ylim(0, min(1.12, 1.4 * tallest))  # headroom for the legend above the bars
+    for bar, height in zip(ax.patches, heights, strict=True):
+        if height < 0.02 * tallest:
+            text = "0" if height == 0 else f"{height:.0e}"
+            ax.annotate(
+                text, (bar.get_x() + bar.get_width() / 2, height), xytext=(0, 3), textcoords="offset points",
+                rotation=90, ha="center", va="bottom", fontsize=8, color=bar.get_facecolor(),
+            )  # fmt: skip
+    header, _, typed = ax.get_title(loc="left").partition("\n")  # draw_model_step wraps at 95 characters
+    typed = textwrap.fill(typed.replace("\n", " "), width=80)  # fewer at the larger size
+    ax.set_title(f"{header}\n{typed}", loc="left", fontsize=11)  # the course style's title size

@@ -3,12 +3,15 @@ computed in the notebook and passed in)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from helpers.plotting import ACCENT_COLOR, AR_COLOR, TRUTH_COLOR
+
+LABEL_WIDTH = 26  # characters per line of a sentence label; longer ones wrap onto a second line
 
 
 def _probabilities(name: str, values, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -21,8 +24,9 @@ def _probabilities(name: str, values, shape: tuple[int, ...] | None = None) -> n
 
 
 def draw_exact_vs_sampled(ax, labels: Sequence[str], exact, sampled, std_err, n_samples: int) -> None:
-    """Horizontal bars, one pair per sentence: its exact probability (grey) and its frequency in
-    `n_samples` draws (red) with an error bar of ± `std_err`, the most likely sentence on top."""
+    """One row per sentence, the most likely on top: a grey band over its exact probability ± `std_err`
+    (the noise a perfect sampler shows in `n_samples` draws), a grey tick at the exact value, and a red
+    dot at its frequency in the `n_samples` draws. A dot inside its band is within one standard error."""
     n = len(labels)
     if n == 0:
         raise ValueError("labels is empty: pass one label per sentence shown")
@@ -32,19 +36,32 @@ def draw_exact_vs_sampled(ax, labels: Sequence[str], exact, sampled, std_err, n_
     if not isinstance(n_samples, int | np.integer) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer (the number of draws), got {n_samples!r}")
     y = np.arange(n)  # (n,) one row per sentence
-    ax.barh(y + 0.2, exact, height=0.4, color=TRUTH_COLOR, label="exact P(x)")
-    ax.barh(y - 0.2, sampled, height=0.4, xerr=std_err, color=AR_COLOR, label=f"frequency in {n_samples:,} samples")
-    ax.set_yticks(y, labels, fontsize=8)
-    ax.invert_yaxis()
+    ax.barh(
+        y,
+        2 * std_err,
+        left=exact - std_err,
+        height=0.6,
+        color=TRUTH_COLOR,
+        alpha=0.3,
+        label="exact P(x) ± one standard error",
+    )
+    ax.plot(exact, y, "|", color=TRUTH_COLOR, markersize=12, markeredgewidth=2, label="exact P(x)")
+    ax.plot(sampled, y, "o", color=AR_COLOR, markersize=5, label=f"frequency in {n_samples:,} samples")
+    ax.set_yticks(y, [textwrap.fill(label, LABEL_WIDTH) for label in labels], fontsize=8)
+    ax.set_ylim(n - 0.5, -0.5)  # the most likely sentence on top
+    low, high = float(np.min(np.minimum(exact - std_err, sampled))), float(np.max(np.maximum(exact + std_err, sampled)))
+    margin = 0.05 * (high - low)
+    ax.set_xlim(max(0.0, low - margin), high + margin)  # dots need no zero: the axis spans the data
     ax.set_xlabel("probability")
-    ax.set_title(f"The {n} most likely sentences: exact vs sampled (error bars: one standard error)")
-    ax.legend(loc="lower right")
+    ax.set_title(f"The {n} most likely sentences: frequency in {n_samples:,} samples vs exact probability", loc="left")
+    ax.legend(loc="lower right", fontsize=8)
 
 
 def draw_joint_vs_product(axes, joint, product, row_labels: Sequence[str], col_labels: Sequence[str]) -> None:
-    """Two heatmaps of the same pair of positions: the true joint (left) and the product of the two
-    marginals (right), every cell labelled with its probability and the cells where the joint is
-    non-zero (the pairs the language allows) outlined in both."""
+    """Two heatmaps of the same pair of positions on one grey scale, with one colour bar: the true joint
+    (left) and the product of the two marginals (right). Every cell is labelled with its probability
+    (three decimals) and the cells where the joint is non-zero (the pairs the language allows) are
+    outlined in both."""
     if len(axes) != 2:
         raise ValueError(f"axes must be two panels (truth, all at once), got {len(axes)}")
     shape = (len(row_labels), len(col_labels))
@@ -54,12 +71,12 @@ def draw_joint_vs_product(axes, joint, product, row_labels: Sequence[str], col_l
     product = _probabilities("product", product, shape)
     allowed = joint > 0  # (rows, cols) the pairs the language can produce
     panels = (
-        (joint, "Greys", f"truth: P(x3) P(x4 | x3), valid mass {joint.sum():.3f}"),
-        (product, "Blues", f"all at once: P(x3) P(x4), valid mass {product[allowed].sum():.3f}"),
+        (joint, f"truth: P(x3) P(x4 | x3), valid mass {joint.sum():.3f}"),
+        (product, f"all at once: P(x3) P(x4), valid mass {product[allowed].sum():.3f}"),
     )
-    vmax = max(joint.max(), product.max()) / 0.75  # one colour scale for both panels; the largest cell not black
-    for ax, (grid, cmap, title) in zip(axes, panels, strict=True):
-        ax.imshow(grid, cmap=cmap, vmin=0, vmax=vmax)
+    vmax = max(joint.max(), product.max()) / 0.8  # one scale for both panels; the largest cell not black
+    for ax, (grid, title) in zip(axes, panels, strict=True):
+        image = ax.imshow(grid, cmap="Greys", vmin=0, vmax=vmax)
         for i, j in zip(*np.nonzero(allowed), strict=True):
             ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=ACCENT_COLOR, linewidth=2))
         ax.set_xticks(range(shape[1]), col_labels, rotation=40, ha="right")
@@ -67,13 +84,6 @@ def draw_joint_vs_product(axes, joint, product, row_labels: Sequence[str], col_l
         ax.grid(False)
         ax.set_title(title, fontsize=10)
         for (i, j), v in np.ndenumerate(grid):
-            dark = v >= 0.6 * vmax  # white text where the cell is dark enough to hide black
-            ax.text(
-                j,
-                i,
-                f"{v:.3f}" if v > 0 else "0",
-                ha="center",
-                va="center",
-                fontsize=7,
-                color="white" if dark else "black",
-            )
+            dark = v >= 0.45 * vmax  # white text where the cell is dark enough to hide black
+            ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=9, color="white" if dark else "black")
+    axes[0].figure.colorbar(image, ax=list(axes), label="probability", shrink=0.9)

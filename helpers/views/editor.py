@@ -46,17 +46,29 @@ def interpolated_validity(runs: list[Run], rate: float) -> tuple[float, float] |
 
 
 def equal_passes_table(sweep: Sweep, editors: list[str], base: str = "ancestral (MDLM)") -> str:
-    """Each editor's validity minus `base`'s at the same counted passes, read off `base`'s curve."""
+    """Each editor's validity minus `base`'s at the same counted passes: for every K, the editor's
+    tokens per pass and its difference (percentage points ± se) from `base`'s validity read off
+    `base`'s curve at that rate ('-' outside the rates `base` was measured at)."""
     sweep = check_sweep(sweep)
-    lines = [f"at the same counted passes: editor minus {short(base)} read off its own curve"]
-    for e in editors:
-        cells = []
-        for r in sweep.runs[e]:
+    if base not in sweep.runs or not editors or any(e not in sweep.runs for e in editors):
+        raise ValueError(f"base and editors must be strategies of the sweep ({list(sweep.runs)})")
+    lines = [
+        f"at the same counted passes: valid % of each editor minus {short(base)}'s, read off {short(base)}'s curve"
+        " at the editor's tokens per pass",
+        f"{'K':>3} " + "".join(f"{_editor_label(e):>28s}" for e in editors),
+        f"{'':>3} " + "".join(f"{'tok/pass':>14s}{'difference':>14s}" for _ in editors),
+    ]
+    for k in BUDGETS:
+        line = f"{k:>3} "
+        for e in editors:
+            r = next(r for r in sweep.runs[e] if r.setting == k)
             at = interpolated_validity(sweep.runs[base], r.tokens_per_pass)
-            if at is not None:
+            if at is None:
+                line += f"{r.tokens_per_pass:>14.2f}{'-':>14s}"
+            else:
                 diff, se = 100 * (r.validity - at[0]), 100 * math.hypot(r.validity_se, at[1])
-                cells.append(f"{r.tokens_per_pass:.2f}: {diff:+5.1f} ± {se:.1f}")
-        lines.append(f"  {_editor_label(e):17s} " + "   ".join(cells))
+                line += f"{r.tokens_per_pass:>14.2f}{f'{diff:+.1f} ± {se:.1f}':>14s}"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -105,7 +117,12 @@ def draw_repair(trace: list[dict], docs, show) -> None:
     row, pos, first, last = find_repair(trace, docs)
     fig, ax = new_figure(figsize=(9, 0.36 * (last - first + 2) + 0.7))
     draw_canvas_history(ax, trace, row, range(pos - 8, pos + 3), range(first, last + 2))
-    ax.set_title("One document edited: blue written, amber outline re-masked, red rewritten", loc="left", fontsize=10)
+    ax.set_title(
+        f"One document edited, positions {pos - 8}-{pos + 2} around the repair, passes {first + 1}-{last + 2}"
+        "\n(blue written, amber outline re-masked, red rewritten)",
+        loc="left",
+        fontsize=10,
+    )
     before, after = LANG.vocab[trace[first]["canvas"][row, pos]], LANG.vocab[docs[row, pos]]
     print(f"position {pos}: '{before}' in pass {first + 1}, '{after}' at the end")
     print(f"final: {show(docs[row])}")

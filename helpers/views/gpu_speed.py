@@ -86,16 +86,16 @@ def draw_matched_quality(ar_seconds, dllm_seconds, panels, lengths=None, device:
             typ.append(t)
         if len(typ) == 2:
             ax.fill_between(lengths, typ[0], typ[1], color=DLLM_COLOR, alpha=0.15)
-        for budget, t in zip(budgets, typ, strict=True):
+        for budget, t in zip(budgets, typ, strict=True):  # inside the axes, left of the first point
             ax.annotate(
-                budget_label(budget), (lengths[0], t[0]), xytext=(-4, 0), textcoords="offset points",
-                ha="right", va="center", fontsize=8, color=DLLM_COLOR,
+                budget_label(budget).replace(" tokens/pass", "\ntokens/pass"), (lengths[0], t[0]), xytext=(-4, 0),
+                textcoords="offset points", ha="right", va="center", fontsize=8, color=DLLM_COLOR, linespacing=1.0,
             )  # fmt: skip
         if not budgets:
             text = "no diffusion setting matches\nthe AR model on validity,\nlength and diversity:\nno rate to plot"
             ax.text(0.55, 0.04, text, transform=ax.transAxes, ha="center", va="bottom", fontsize=9, color=DLLM_COLOR)
         ax.set(xscale="log", yscale="log", xlabel="tokens generated, N")
-        ax.set_xlim(lengths[0] / 2.6, lengths[-1] * 1.3)
+        ax.set_xlim(lengths[0] / 7, lengths[-1] * 1.3)  # room for the labels left of the first point
         ax.set_xticks(lengths[::2], [str(n) for n in lengths[::2]])
         ax.set_xticks([], minor=True)
         readable_log_ticks(ax.yaxis)
@@ -134,8 +134,8 @@ def agents_table(per_round: dict, rounds: int, title: str = "projection, typical
 
 
 def reference_text(folder) -> str:
-    """The reference GPU runs shipped in `folder` (data/bench_*.json, written by
-    `python -m helpers.bench --device cuda --json`), each summarised, or a note that there are none."""
+    """The reference GPU runs shipped in `folder` (data/bench_*.json, the bench.json of
+    `python -m helpers.bench.reference`), each summarised, or a note that there are none."""
     folder = Path(folder) if isinstance(folder, str | Path) else None
     if folder is None or not folder.is_dir():
         raise ValueError("folder must be an existing directory such as the course's data/ folder")
@@ -143,7 +143,9 @@ def reference_text(folder) -> str:
     if not paths:
         return (
             "No reference measurements (data/bench_*.json) are shipped yet: every GPU number in this\n"
-            "notebook is a projection from data/hardware.csv or a published measurement. On a GPU, run\n"
-            "    python -m helpers.bench --device cuda --json > data/bench_<gpu name>.json"
+            "notebook is a projection from data/hardware.csv, a published measurement or an assumption.\n"
+            "On a GPU, run the reference run (README: Measuring a GPU) and copy its bench.json here:\n"
+            "    PYTHONPATH=. python3 -m helpers.bench.reference out/\n"
+            "    cp out/bench.json data/bench_<gpu name>.json"
         )
     return "\n".join(f"{p.name}:\n{reference_summary(json.loads(p.read_text()))}" for p in paths)

@@ -164,10 +164,17 @@ def settings_text(rows) -> str:
     return "\n".join(lines)
 
 
+_SAME_SETTING_ASSUMPTIONS = {  # phrase in a row's note in data/published_decoding.csv: what it assumes
+    "SXM assumed": "the H100 variant (SXM)",
+    "prompt length assumed": "the prompt length",
+    "batch size not stated": "HF generate's batch (1)",
+}
+
+
 def same_setting_text(rows) -> str:
     """d3LLM's published speed-up over its AR baseline beside the projection of the same setting
-    (H100, 256 tokens, Qwen2.5-7B as the AR model): measured against Hugging Face generate and
-    against SGLang, projected at typical efficiency."""
+    (H100, 256 tokens, Qwen2.5-7B as the AR model): published against Hugging Face generate (one
+    source) and against SGLang (two sources), projected at typical efficiency, with what is assumed."""
     rows = _rows(rows)
 
     def find(system, device="NVIDIA H100 SXM"):
@@ -177,14 +184,18 @@ def same_setting_text(rows) -> str:
         return hits[0]
 
     d3, sglang, hf = find("d3LLM"), find("SGLang"), find("Hugging Face")
-    p = d3.published
+    p, ar_model = d3.published, sglang.published.model
+    notes = " ".join(r.published.note for r in (d3, sglang, hf))
+    assumed = [what for key, what in _SAME_SETTING_ASSUMPTIONS.items() if key in notes]
     return "\n".join(
         [
-            f"same setting: H100, {p.generated_tokens} tokens, LLaDA-8B at {p.tokens_per_pass:g} tokens/pass "
-            f"against {sglang.published.model} (AR)",
-            f"  measured: d3LLM {p.measured:g} tok/s / Hugging Face generate {hf.published.measured:g} = "
-            f"{p.measured / hf.published.measured:.1f}x; / SGLang {sglang.published.measured:g} = "
-            f"{p.measured / sglang.published.measured:.1f}x",
+            f"same setting: H100, {p.generated_tokens} tokens, prompt {p.prompt_tokens}, LLaDA-8B at "
+            f"{p.tokens_per_pass:g} tokens/pass against {ar_model} (AR)",
+            f"  assumed, not published: {', '.join(assumed) or 'nothing'}",
+            f"  published, one source (d3LLM's model card, both on a Hugging Face backend): d3LLM {p.measured:g} / "
+            f"HF generate {hf.published.measured:g} tok/s = {p.measured / hf.published.measured:.1f}x",
+            f"  published, two sources (model card; SGLang table of d3LLM's README): d3LLM {p.measured:g} / "
+            f"SGLang {sglang.published.measured:g} tok/s = {p.measured / sglang.published.measured:.1f}x",
             f"  projected, typical: {d3.typical:.0f} / {sglang.typical:.0f} tok/s = {d3.typical / sglang.typical:.1f}x "
             f"(d3LLM reached {100 * d3.reached_typical:.0f} % of its projection, SGLang "
             f"{100 * sglang.reached_typical:.0f} %)",

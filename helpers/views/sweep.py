@@ -15,6 +15,7 @@ from helpers.matching import MEASURES, Target, margins, tokens_per_pass_at
 from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
 from helpers.quality import ExactDocuments, decompose
 from helpers.toylang import LANG
+from helpers.views.labels import place_labels
 
 STYLE = {  # strategy -> (short name, colour, marker): the same in every figure of the notebook
     "confidence": ("confidence", DLLM_COLOR, "o"),
@@ -40,6 +41,11 @@ def short(name: str) -> str:
 def slowest(runs: list[Run]) -> Run:
     """The setting of a strategy with the fewest tokens per pass."""
     return min(runs, key=lambda r: r.tokens_per_pass)
+
+
+def setting_name(run: Run) -> str:
+    """A setting as the tables name it: 'K = 32' (steps), or 'tau = 0.9' for the threshold."""
+    return f"tau = {run.setting}" if run.strategy.startswith("threshold") else f"K = {run.setting}"
 
 
 def pct(run: Run) -> str:
@@ -82,17 +88,21 @@ def draw_validity(ax, sweep: Sweep, target: Target) -> None:
         for xi, yi, m in zip(x, y, matched, strict=True):
             if m:
                 ax.plot(xi, yi, marker, color=color, ms=7)
-    ax.plot([1], [100 * sweep.ar.validity], "*", color=AR_COLOR, ms=12, zorder=10, label="AR, T = 1")
+    # The AR model writes one token per pass, where the slowest diffusion settings sit too: a line
+    # at its validity, drawn under them, rather than a marker on top of theirs.
+    ar_label = f"AR model, T = 1: {100 * sweep.ar.validity:.1f} %"
+    ax.axhline(100 * sweep.ar.validity, color=AR_COLOR, ls=":", lw=1.2, zorder=0, label=ar_label)
     ax.set(xscale="log", xlabel="tokens per pass (log scale)", ylabel="valid documents (%)", ylim=(-3, 103))
     ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
     ax.set_xticks([], minor=True)
-    matches = f"{n_matched} settings match" if n_matched else "no setting matches"
+    matches = f"{n_matched} settings do" if n_matched else "none does"
     ax.set_title(
-        f"Validity, 1024 documents a point (filled: matches AR on all\nthree measures of section 5.3; {matches})",
+        "Validity against tokens per pass, 1024 documents a point\n(a filled marker would match the AR model on"
+        f" validity, length and diversity; {matches})",
         loc="left",
         fontsize=9,
     )
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper right", bbox_to_anchor=(1, 0.93), fontsize=8)  # below the AR line
 
 
 def draw_published(ax) -> None:
@@ -143,8 +153,10 @@ def quality_table(sweep: Sweep, exact: ExactDocuments) -> str:
     """Validity, sentences per document, the length histogram's total variation from the exact
     one and the within-sentence gap: each strategy at its slowest setting, and the AR model."""
     sweep = check_sweep(sweep)
+    slowest_settings = ", ".join(f"{short(n)} {setting_name(slowest(sweep.runs[n]))}" for n in MAIN)
     head = f"{'':13s} {'tok/':>5s} {'valid':>6s} {'sentences per':>14s} {'TV to':>6s} {'within-sentence':>15s}"
-    lines = [head, f"{'':13s} {'pass':>5s} {'%':>6s} {'document':>14s} {'exact':>6s} {'gap (bits)':>15s}"]
+    lines = [f"each strategy at its slowest setting: {slowest_settings}", head]
+    lines.append(f"{'':13s} {'pass':>5s} {'%':>6s} {'document':>14s} {'exact':>6s} {'gap (bits)':>15s}")
     truth_gap = exact.pooled_sentence_bits - exact.sentence_entropy
     lines.append(
         f"{'the language':13s} {'':5s} {100.0:6.1f} {exact.mean_sentences:7.2f}{'':7s} {0:6.2f} {truth_gap:+8.2f}"
@@ -186,75 +198,66 @@ def draw_eos_per_pass(eos: dict[str, np.ndarray], mean_padding: float) -> Figure
 
 def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure:
     """Sentences per document against the within-sentence gap for every setting with at least 50
-    valid documents (dot size: validity; labels: tokens per pass), the AR model by temperature and
-    the language itself; the shaded box matches the AR model at T = 1 on both measures. The right
-    panel zooms on the settings near the language's own point."""
+    valid documents (dot size: validity; labels: tokens per pass, where a label fits without
+    covering a marker or another label), the AR model by temperature and the language itself; the
+    shaded box matches the AR model at T = 1 on both measures. The right panel zooms on the settings
+    near the language's own point."""
     sweep = check_sweep(sweep)
     zoom = (3.82, 4.24, -0.45, 0.45)  # sentences, gap
     ar_q = sweep.ar.quality
     truth = (exact.mean_sentences, exact.pooled_sentence_bits - exact.sentence_entropy)
     fig, (wide, near) = new_figure(ncols=2, figsize=(11, 4.6), width_ratios=(1.1, 1))
+    labels = {wide: [], near: []}  # (rank, x, y, text, colour): rank 0 the AR model and each slowest setting
+    points = {wide: [], near: []}  # every marker: (x, y, radius in points)
+    temps = sweep.ar_runs["AR"]
+    ar_xy = [(r.quality.sentences[0], r.quality.sentence_gap[0]) for r in temps]
+    for r, (x, y) in zip(temps, ar_xy, strict=True):  # the AR model's temperatures, labelled in the zoom
+        labels[near].append((0, x, y, f"T = {r.setting}", AR_COLOR))
     for ax in (wide, near):
         box = (ar_q.sentences[0] - target.length_tolerance, ar_q.sentence_gap[0] - target.gap_tolerance)
         ax.add_patch(plt.Rectangle(box, 2 * target.length_tolerance, 3, color=AR_COLOR, alpha=0.12, lw=0))
+        points[ax] += [(x, y, 3.5) for x, y in ar_xy] + [(*truth, 7)]
         for name in MAIN:
             label, color, marker = STYLE[name]
             runs = [r for r in sweep.runs[name] if r.valid.sum() >= 50]
             x, y = [r.quality.sentences[0] for r in runs], [r.quality.sentence_gap[0] for r in runs]
+            sizes = [8 + 80 * r.validity for r in runs]
             hollow = name.startswith("threshold")  # it sits on top of confidence order: drawn as outlines
             ax.scatter(
                 x,
                 y,
-                s=[8 + 80 * r.validity for r in runs],
+                s=sizes,
                 marker=marker,
                 alpha=0.8,
                 facecolors="none" if hollow else color,
                 edgecolors=color,
                 label=label,
             )
+            points[ax] += [(xi, yi, s**0.5 / 2) for xi, yi, s in zip(x, y, sizes, strict=True)]
             last = -1.0
-            for r, xi, yi in sorted(zip(runs, x, y, strict=True), key=lambda p: p[0].tokens_per_pass):
+            ranked = sorted(zip(runs, x, y, strict=True), key=lambda p: p[0].tokens_per_pass)
+            for rank, (r, xi, yi) in enumerate(ranked):
                 inside = zoom[0] < xi < zoom[1] and zoom[2] < yi < zoom[3]
-                if inside == (ax is near) and r.tokens_per_pass > last + 0.4:  # one panel each, labels apart
+                if inside == (ax is near) and r.tokens_per_pass > last + 0.4:  # one panel each, rates apart
                     last = r.tokens_per_pass
-                    ax.annotate(
-                        f"{last:.1f}",
-                        (xi, yi),
-                        (4, -9 if hollow else 3),
-                        textcoords="offset points",
-                        fontsize=7,
-                        color=color,
-                    )
-        temps = sweep.ar_runs["AR"]
-        ax.plot(
-            [r.quality.sentences[0] for r in temps],
-            [r.quality.sentence_gap[0] for r in temps],
-            "o-",
-            color=AR_COLOR,
-            ms=5,
-            zorder=5,
-            label="AR model, T = 0.5 ... 1",
-        )
+                    labels[ax].append((min(rank, 1), xi, yi, f"{last:.1f}", color))
+        ax.plot(*zip(*ar_xy, strict=True), "o-", color=AR_COLOR, ms=5, zorder=5, label="AR model, T = 0.5 ... 1")
         ax.plot(*truth, "*", color=TRUTH_COLOR, ms=14, zorder=6, label="the language itself")
-    for r, offset in zip(sweep.ar_runs["AR"], [(-44, -3), (-44, -3), (-48, 2), (-44, -10)], strict=False):
-        near.annotate(
-            f"T = {r.setting}",
-            (r.quality.sentences[0], r.quality.sentence_gap[0]),
-            offset,
-            textcoords="offset points",
-            fontsize=7,
-            color=AR_COLOR,
-        )
     for v in (1.0, 0.5, 0.1):  # what the dot sizes mean
         near.scatter([], [], s=8 + 80 * v, color="grey", alpha=0.6, label=f"{100 * v:.0f} % valid")
     wide.add_patch(plt.Rectangle((zoom[0], zoom[2]), zoom[1] - zoom[0], zoom[3] - zoom[2], fill=False, ls="--"))
-    wide.set(xlabel="sentences per valid document", ylabel="within-sentence gap (bits per sentence)", ylim=(-2.2, 1))
+    wide.set(xlabel="sentences per valid document", ylabel="within-sentence gap (bits per sentence)")
+    wide.set(xlim=(2.98, 4.3), ylim=(-2.2, 1))
     wide.set_title("Length and diversity (dot size: validity; labels: tokens per pass)", loc="left", fontsize=10)
     wide.legend(loc="upper left", fontsize=8)
     near.set(xlim=zoom[:2], ylim=zoom[2:], xlabel="sentences per valid document", ylabel="within-sentence gap (bits)")
     near.set_title("Zoom on the dashed box; shaded: matches AR at T = 1 on both", loc="left", fontsize=10)
-    handles, labels = near.get_legend_handles_labels()
-    near.legend(handles[-3:], labels[-3:], loc="lower right", fontsize=8)
+    handles, names = near.get_legend_handles_labels()
+    near.legend(handles[-3:], names[-3:], loc="lower right", fontsize=8)
+    fig.canvas.draw()  # the layout first: the labels are placed in display space
+    for ax in (wide, near):
+        ordered = [label[1:] for label in sorted(labels[ax], key=lambda label: label[0])]  # stable: by rate after
+        place_labels(ax, ordered, points[ax], avoid=[ax.get_legend().get_window_extent()])
     return fig
 
 

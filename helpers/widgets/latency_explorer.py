@@ -77,7 +77,8 @@ def draw_latency_explorer(
     ax.set_xticks(curves.n, [str(k) for k in curves.n])
     ax.set_xticks([], minor=True)
     ax.set_xlabel("tokens generated, N")
-    ax.set_ylabel(f"projected latency (s)\nsolid: {curves.label}", fontsize=8)
+    ax.set_ylabel("projected latency (s)")
+    ax.plot([], [], "-", color="black", label=f"solid: {curves.label}")
     n, ar, dllm, passes = curves.n[-1], curves.ar[-1], curves.dllm[-1], curves.dllm_passes[-1]
     ceiling_ratio = curves.ar_ceiling[-1] / curves.dllm_ceiling[-1]
     ax.set_title(

@@ -93,7 +93,8 @@ def draw_typewriter_step(
         0.99,
         0.97,
         f"{len(nonzero)} possible token{'s' if len(nonzero) > 1 else ''}, entropy {entropy:.2f} bits\n"
-        f"P(text up to the red token) = product of the red bars so far = {chosen.prod():.2e}",
+        f"P(text up to the red token) = product of the drawn tokens' probabilities, steps 0-{step} = "
+        f"{chosen.prod():.2e}",
         transform=ax.transAxes,
         ha="right",
         va="top",
