@@ -80,8 +80,7 @@ class KVCache:
     """Keys and values of every layer for up to `max_len` positions, allocated once.
 
     `length` is how many positions are filled. A forward pass with the cache writes its new
-    keys/values at [length, length + T) and then advances `length` by T.
-    """
+    keys/values at [length, length + T) and then advances `length` by T; `crop` rolls it back."""
 
     def __init__(self, config: ModelConfig, batch_size: int, device=None, dtype=torch.float32):
         if not isinstance(config, ModelConfig):
@@ -93,6 +92,13 @@ class KVCache:
         self.config = config
         self.batch_size = batch_size
         self.length = 0
+
+    def crop(self, length: int) -> KVCache:
+        """Forget positions >= length, zeroed as if never written (speculative decoding's rollback)."""
+        length = check_int(length, f"length (0 to the {self.length} positions filled)", 0, self.length)
+        self.data[:, :, :, :, length : self.length] = 0
+        self.length = length
+        return self
 
     def nbytes(self) -> int:
         """Bytes of the filled part (what a decode step reads)."""

@@ -163,6 +163,18 @@ MODEL_SHAPES = {
             source="Touvron et al. 2023, meta-llama/Llama-2-7b-hf config.json; 6.74B parameters, no GQA",
         ),
         ModelShape(
+            name="Llama-2-70B",
+            n_layer=80,
+            d_model=8192,
+            n_head=64,
+            n_kv_head=8,
+            d_ff=28672,
+            vocab_size=32000,
+            tie_weights=False,
+            **_LLAMA,
+            source="Touvron et al. 2023, meta-llama/Llama-2-70b-hf config.json; 69.0B parameters",
+        ),
+        ModelShape(
             name="Qwen2.5-7B",
             n_layer=28,
             d_model=3584,

@@ -2,6 +2,8 @@
 
     python -m helpers.train ar      # rebuild data/ar.pt   (causal, next-token loss)
     python -m helpers.train mdlm    # rebuild data/mdlm.pt (bidirectional, masked-diffusion ELBO)
+    python -m helpers.train ar --d-model 32 --n-layer 1 --n-head 2 --steps 2000 --out data/draft.pt
+                                    # the small drafter of notebook 06 (a few minutes on one core)
 
 Both kinds share the architecture, the data stream and the budget (TrainConfig defaults), so
 the comparison between them is fair. Every batch is new: the language is a generator, so
@@ -111,13 +113,22 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's choice)")
     parser.add_argument("--out", default=None, help="checkpoint path (default: data/<kind>.pt)")
+    shape = ModelConfig()
+    parser.add_argument("--d-model", type=int, default=shape.d_model, help="width of the residual stream")
+    parser.add_argument("--n-layer", type=int, default=shape.n_layer, help="transformer blocks")
+    parser.add_argument("--n-head", type=int, default=shape.n_head, help="attention heads")
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)  # results are bitwise reproducible for a fixed thread count
     cfg = TrainConfig(steps=args.steps, seed=args.seed)
     command = "python -m helpers.train " + " ".join(argv if argv is not None else sys.argv[1:])
     started = time.perf_counter()
-    model, losses = train(args.kind, cfg)
+    sizes = dict(d_model=args.d_model, n_layer=args.n_layer, n_head=args.n_head)
+    model = None  # the course's shape: train() builds it, as it built the shipped checkpoints
+    if sizes != dict(d_model=shape.d_model, n_layer=shape.n_layer, n_head=shape.n_head):
+        torch.manual_seed(cfg.seed)
+        model = Transformer(model_config(args.kind, cfg.doc_length, **sizes))
+    model, losses = train(args.kind, cfg, model)
     minutes = (time.perf_counter() - started) / 60
     path = save_checkpoint(model, args.kind, cfg, path=args.out, losses=losses, command=command)
     print(f"trained {args.kind} for {cfg.steps} steps in {minutes:.1f} min; final loss {losses[-100:].mean():.4f} nats")

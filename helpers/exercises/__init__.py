@@ -7,8 +7,10 @@ from helpers.exercises.ar_decoding import check_decode_cached, check_top_p_filte
 from helpers.exercises.chain_rule import check_sample_sentence, check_sentence_log2prob
 from helpers.exercises.masked_diffusion import check_commit_most_confident, check_tokens_per_step
 from helpers.exercises.roofline import check_crossover_width, check_predicted_step_seconds
+from helpers.exercises.speculative import check_acceptance_rate, check_verify_draft
 
 __all__ = [
+    "check_acceptance_rate",
     "check_commit_most_confident",
     "check_crossover_width",
     "check_decode_cached",
@@ -17,4 +19,5 @@ __all__ = [
     "check_sentence_log2prob",
     "check_tokens_per_step",
     "check_top_p_filter",
+    "check_verify_draft",
 ]

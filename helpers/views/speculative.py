@@ -1,0 +1,233 @@
+"""Notebook 06's tables and figures: acceptance predicted against measured, quality on every axis,
+and the closing picture of lossless against lossy parallelism.
+
+Every number comes from data/speculative.json (helpers.speculative_sweep), data/matched_quality.json
+(helpers.matched_quality) or the arguments; helpers.quality and helpers.matching score them. These
+functions lay the numbers out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers.matched_quality import Run, Sweep
+from helpers.matching import MEASURES, Target, margins
+from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR
+from helpers.speculative_sweep import BROKEN, DRAFTERS, GAMMAS, QUALITY_GAMMA
+from helpers.views.sweep import MAIN, STYLE
+
+DRAFTER_STYLE = {  # drafter -> (short name, colour, marker)
+    DRAFTERS[0]: ("small AR drafter", AR_COLOR, "o"),
+    DRAFTERS[1]: ("the language (bound)", TRUTH_COLOR, "*"),
+    DRAFTERS[2]: ("diffusion, one pass", DLLM_COLOR, "s"),
+    DRAFTERS[3]: ("diffusion, left to right", ACCENT_COLOR, "D"),
+}
+
+
+def rows_of(data: dict, drafter: str) -> list[dict]:
+    """The sweep's rows of one drafter, by gamma."""
+    return sorted((r for r in data["sweep"] if r["drafter"] == drafter), key=lambda r: r["gamma"])
+
+
+def measured_alpha(rows: list[dict]) -> float:
+    accepted = sum(r["accepted"] for r in rows)
+    return accepted / (accepted + sum(r["rejections"] for r in rows))
+
+
+def acceptance_text(data: dict, gammas=(1, 2, 4, 8)) -> str:
+    """alpha predicted and measured per drafter, and tokens per target pass: the formula with one
+    alpha, the chain along real documents, and the measurement."""
+    lines = [
+        "tokens per target pass: formula (one alpha) / chain along documents / measured",
+        f"{'drafter':26s} {'alpha pred.':>11s} {'meas.':>6s}  "
+        + "  ".join(f"{'gamma ' + str(g):>16s}" for g in gammas),
+    ]
+    for name in DRAFTERS:
+        rows, pred = rows_of(data, name), data["predicted"][name]
+        cells = []
+        for g in gammas:
+            r = rows[GAMMAS.index(g)]
+            measured = r["new_tokens"] / r["target_passes"]
+            i = GAMMAS.index(g)
+            cells.append(f"{pred['formula'][i]:4.2f}/{pred['chain'][i]:4.2f}/{measured:4.2f}")
+        alpha = f"{pred['alpha']:11.3f} {measured_alpha(rows):6.3f}"
+        lines.append(f"{DRAFTER_STYLE[name][0]:26s} {alpha}  " + "  ".join(f"{c:>16s}" for c in cells))
+    return "\n".join(lines)
+
+
+def end_effect_text(data: dict, gamma: int = 8) -> str:
+    """Where the formula's error comes from, at one gamma: the end of the canvas, then alpha's
+    variation along the documents and along the draft."""
+    i = GAMMAS.index(gamma)
+    lines = [
+        f"gamma = {gamma}, tokens per target pass",
+        f"{'drafter':26s} {'formula':>8s} {'+ canvas end':>12s} {'+ alpha by place':>16s} {'measured':>9s}",
+    ]
+    for name in DRAFTERS:
+        pred, r = data["predicted"][name], rows_of(data, name)[i]
+        values = (
+            pred["formula"][i],
+            pred["chain, one alpha"][i],
+            pred["chain"][i],
+            r["new_tokens"] / r["target_passes"],
+        )
+        lines.append(
+            f"{DRAFTER_STYLE[name][0]:26s} {values[0]:8.2f} {values[1]:12.2f} {values[2]:16.2f} {values[3]:9.2f}"
+        )
+    return "\n".join(lines)
+
+
+def draw_acceptance(axes, data: dict) -> None:
+    """Left: tokens per target pass against gamma, measured (markers) and predicted (the chain:
+    solid; the formula: dotted). Right: alpha of the i-th drafted token of a round."""
+    left, right = axes
+    for name in DRAFTERS:
+        label, color, marker = DRAFTER_STYLE[name]
+        rows, pred = rows_of(data, name), data["predicted"][name]
+        measured = [r["new_tokens"] / r["target_passes"] for r in rows]
+        left.plot(GAMMAS, pred["formula"], ":", color=color, lw=1)
+        left.plot(GAMMAS, pred["chain"], "-", color=color, lw=1.2, alpha=0.7)
+        left.plot(GAMMAS, measured, marker, color=color, ms=6, ls="", label=label)
+        right.plot(
+            range(1, len(pred["alpha_by_index"]) + 1), pred["alpha_by_index"], marker + "-", color=color, label=label
+        )
+    left.plot([], [], "k:", lw=1, label="formula, one alpha")
+    left.plot([], [], "k-", lw=1.2, alpha=0.7, label="chain along documents")
+    left.plot(GAMMAS, [g + 1 for g in GAMMAS], color="0.7", lw=0.8, ls="--", zorder=0, label="gamma + 1 (all accepted)")
+    left.set(xlabel="gamma (tokens drafted per round)", ylabel="tokens per target pass", xticks=list(GAMMAS))
+    left.set_title("Predicted against measured (256 documents a point)", loc="left", fontsize=9)
+    left.legend(fontsize=7, loc="upper left")
+    right.set(xlabel="i (position in the draft)", ylabel="alpha of the i-th drafted token", ylim=(0, 1.02))
+    right.set_xticks(list(GAMMAS))
+    right.set_title("Acceptance along the draft (predicted)", loc="left", fontsize=9)
+    right.legend(fontsize=7, loc="lower left")
+
+
+def first_two_tv(docs: np.ndarray, joint: np.ndarray) -> float:
+    """Total variation between the first two tokens of `docs` (n, L) and an exact joint (V, V)."""
+    counts = np.zeros_like(joint)
+    np.add.at(counts, (docs[:, 1], docs[:, 2]), 1)
+    return 0.5 * float(np.abs(counts / len(docs) - joint).sum())
+
+
+def quality_text(data: dict, reference: Run, target: Target, joint: np.ndarray) -> str:
+    """Every measure for the AR model itself and each drafter at QUALITY_GAMMA, with the match."""
+    head = (
+        f"{'decoder':34s} {'tok/pass':>8s} {'draft':>6s} {'valid':>7s} {'sentences':>9s} {'gap':>6s} "
+        f"{'TV(2 tok)':>9s}  matched"
+    )
+    lines = [f"speculative at gamma = {QUALITY_GAMMA}, 1024 documents each; AR alone is the reference", head]
+    runs = {"AR model alone (T = 1)": (reference, 0.0)}
+    for name in (*DRAFTERS, BROKEN):
+        row = next(r for r in data["sweep"] if r["drafter"] == name and r["gamma"] == QUALITY_GAMMA)
+        runs[DRAFTER_STYLE.get(name, ("greedy draft, softmax as q (bug)",))[0]] = (
+            data["quality"][name],
+            row["draft_passes"] / row["n"],
+        )
+    for label, (run, draft) in runs.items():
+        q = run.quality
+        held = margins(run, reference, target)
+        matched = (
+            "all three"
+            if all(v >= 0 for v in held.values())
+            else "fails " + ", ".join(k for k in MEASURES if held[k] < 0)
+        )
+        lines.append(
+            f"{label:34s} {run.tokens_per_pass:8.2f} {draft:6.1f} {100 * q.validity[0]:6.1f}% {q.sentences[0]:9.2f} "
+            f"{q.sentence_gap[0]:+6.2f} {first_two_tv(run.docs, joint):9.3f}  {matched}"
+        )
+    lines.append("draft: drafter passes per document; gap: bits per sentence against the exact entropy")
+    return "\n".join(lines)
+
+
+def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None:
+    """Validity, sentences per document and the within-sentence gap against tokens per target pass:
+    speculative decoding (each drafter, gamma = 4) against every diffusion setting of notebook 03."""
+    reference = sweep.ar
+    ref = reference.quality
+    bands = [
+        (100 * target.validity, 100.5, "valid documents (%)", lambda q: 100 * q.validity[0]),
+        (ref.sentences[0] - target.length_tolerance, ref.sentences[0] + target.length_tolerance,
+         "sentences per document", lambda q: q.sentences[0]),
+        (ref.sentence_gap[0] - target.gap_tolerance, 1.0, "within-sentence gap (bits)", lambda q: q.sentence_gap[0]),
+    ]  # fmt: skip
+    for ax, (low, high, ylabel, value) in zip(axes, bands, strict=True):
+        ax.axhspan(low, high, color=AR_COLOR, alpha=0.12, lw=0, zorder=0)
+        for name in MAIN:
+            label, color, marker = STYLE[name]
+            runs = sweep.runs[name]
+            ax.plot([r.tokens_per_pass for r in runs], [value(r.quality) for r in runs], marker, color=color,
+                    mfc="white", ms=4, ls="-", lw=0.6, alpha=0.7, label=f"diffusion: {label}")  # fmt: skip
+        for name, size in zip(DRAFTERS[::-1], (12, 8, 10, 6), strict=True):  # nested: points that coincide stay visible
+            label, color, marker = DRAFTER_STYLE[name]
+            run = data["quality"][name]
+            ax.plot(run.tokens_per_pass, value(run.quality), marker, color=color, ms=size, mec="black", mew=0.6,
+                    ls="", label=f"speculative: {label}")  # fmt: skip
+        ax.plot(1, value(ref), "*", color="black", ms=10, ls="", label="AR alone")
+        ax.set(xscale="log", xlabel="tokens per (target) pass", ylabel=ylabel)
+        ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
+        ax.set_xticks([], minor=True)
+    axes[0].set_ylim(-3, 103)
+    axes[2].set_ylim(-4, 1)
+    for ax, title in zip(axes, ("validity", "length", "diversity within sentences"), strict=True):
+        ax.set_title(title, loc="left", fontsize=9)
+    fig = axes[0].figure
+    fig.suptitle("Shaded: the AR model's own quality, with notebook 03's tolerances", x=0.01, ha="left", fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=5, fontsize=7.5)
+
+
+def tv_noise(joint: np.ndarray, n: int, draws: int = 200, seed: int = 0) -> tuple[float, float]:
+    """The TV that n exact samples of `joint` show against it by chance: (mean, 95th percentile)."""
+    rng = np.random.default_rng(seed)
+    flat = joint.ravel() / joint.sum()
+    tvs = [0.5 * np.abs(rng.multinomial(n, flat) / n - flat).sum() for _ in range(draws)]
+    return float(np.mean(tvs)), float(np.percentile(tvs, 95))
+
+
+def pass_cost_text(data: dict, draft_cost: dict[str, float]) -> str:
+    """Speed-up over AR if every pass costs its model's bytes, as on a bandwidth-bound GPU: a round
+    is its drafter passes at cost c each (draft bytes / target bytes) plus one target pass."""
+    lines = [
+        f"gamma = {QUALITY_GAMMA}; a pass priced by its weights' bytes (bandwidth-bound), prefill as a pass",
+        f"{'drafter':26s} {'tok/target pass':>15s} {'draft passes/round':>18s} {'c':>7s} {'speed-up':>9s}",
+    ]
+    for name in DRAFTERS:
+        r = next(r for r in data["sweep"] if r["drafter"] == name and r["gamma"] == QUALITY_GAMMA)
+        tokens, per_round, c = r["new_tokens"] / r["target_passes"], r["draft_passes"] / r["rounds"], draft_cost[name]
+        speed = tokens / (per_round * c + 1)
+        lines.append(f"{DRAFTER_STYLE[name][0]:26s} {tokens:15.2f} {per_round:18.2f} {c:7.3f} {speed:8.2f}x")
+    return "\n".join(lines)
+
+
+def projection_text(target: str, draft: str, hardware: str, n_tokens: int, alphas, gammas, **kwargs) -> str:
+    """Projected speed-up over AR (typical efficiency) for assumed alphas and each gamma, and
+    whether the ceiling gives another ratio."""
+    from helpers.speculative_cost import projected_speedup
+
+    def ratio(alpha, gamma, **efficiency):
+        return projected_speedup(n_tokens, target, draft, hardware, gamma=gamma, alpha=alpha, **efficiency, **kwargs)
+
+    lines = [
+        f"projection: {target} verifying, {draft} drafting, {hardware}, N = {n_tokens}; speed-up over AR",
+        f"{'alpha (assumed)':>15s}  " + "  ".join(f"{'gamma ' + str(g):>8s}" for g in gammas),
+    ]
+    spread = 0.0
+    for alpha in alphas:
+        lines.append(f"{alpha:15.2f}  " + "  ".join(f"{ratio(alpha, g):7.2f}x" for g in gammas))
+        for g in gammas:
+            ceiling = ratio(alpha, g, bandwidth_efficiency=1.0, compute_efficiency=1.0)
+            spread = max(spread, abs(ceiling / ratio(alpha, g) - 1))
+    lines.append(f"typical efficiency; the ceiling's ratios differ by at most {100 * spread:.1f} %")
+    return "\n".join(lines)
+
+
+def alpha_for(ratio: float, target: str, draft: str, hardware: str, n_tokens: int, gamma: int, **kwargs) -> float:
+    """The alpha at which the projection reaches a speed-up `ratio` (bisection)."""
+    from helpers.speculative_cost import projected_speedup
+
+    low, high = 0.0, 1.0
+    for _ in range(50):
+        mid = (low + high) / 2
+        fast = projected_speedup(n_tokens, target, draft, hardware, gamma=gamma, alpha=mid, **kwargs) >= ratio
+        low, high = (low, mid) if fast else (mid, high)
+    return (low + high) / 2
