@@ -21,6 +21,10 @@ calibration  published decoding speeds next to the projections of the same setti
 quality      a sampler's documents scored exactly: validity, length, diversity within sentences
 matched_quality  the sweep of every sampler setting, documents kept; `python -m helpers.matched_quality`;
              matching: tokens per pass at the AR model's quality, on every measure
+speculative  speculative decoding: the rule, exact for any drafter, with the KV cache cropped;
+             drafters (a small AR model, the language, the diffusion model); acceptance: alpha
+             predicted exactly; speculative_sweep: `python -m helpers.speculative_sweep`;
+             speculative_cost: GPU projections
 bench        (a package) `python -m helpers.bench`: this machine and the course's decoders, measured
 precision    the decode step with fp32, bf16 and int8 weights, timed in turn
 hf_compare   the course decoder against Hugging Face `generate` (needs transformers)

@@ -34,6 +34,7 @@ WIDGETS = {  # notebook -> widgets it shows (each a row of controls with at leas
     "03_masked_diffusion": 1,
     "04_roofline": 0,
     "05_gpus": 1,
+    "06_speculative": 0,
 }
 RUN_SECONDS = 300  # the slowest notebook runs in about a minute on two cores
 

@@ -37,9 +37,12 @@ def course_map() -> dict[str, tuple[int, int]]:
     }
 
 
-def plan() -> list[tuple[int, str, str]]:
-    """(start minute, what, prompts) for every row of the plan's table."""
-    rows = table_after(markdown_of("00_start_here"), "**Plan (4 h).**")
+PLAN, EXTENSION = "**Plan (4 h).**", "**Extension ("  # the half day, and the notebook it leaves for later
+
+
+def plan(heading: str = PLAN) -> list[tuple[int, str, str]]:
+    """(start minute, what, prompts) for every row of a plan's table."""
+    rows = table_after(markdown_of("00_start_here"), heading)
     out = []
     for row in rows:
         hours, minutes = row[0].split(":")
@@ -49,14 +52,24 @@ def plan() -> list[tuple[int, str, str]]:
 
 def test_every_notebook_is_in_the_map_and_the_plan():
     assert set(course_map()) == set(NAMES)
-    planned = {what.split()[0] for _, what, _ in plan() if what[:2].isdigit()}
-    assert planned == {name[:2] for name in NAMES}
+    planned = [what.split()[0] for heading in (PLAN, EXTENSION) for _, what, _ in plan(heading) if what[:2].isdigit()]
+    assert sorted(planned) == sorted(name[:2] for name in NAMES)  # each notebook once, in one of the two
 
 
 def test_the_plan_adds_up_to_the_half_day_and_gives_each_notebook_its_core_time():
-    rows, slots = plan(), course_map()
-    assert rows[0][0] == 0 and rows[-1][0] == 240 and rows[-1][1] == "end"
+    slots = course_map()
     by_number = {name[:2]: core for name, (core, _) in slots.items()}
+    text = markdown_of("00_start_here")
+    extension_minutes = int(re.search(r"\*\*Extension \((\d+) min\)\.\*\*", text).group(1))
+    for heading, minutes in ((PLAN, 240), (EXTENSION, extension_minutes)):
+        rows = plan(heading)
+        assert rows[0][0] == 0 and rows[-1][0] == minutes and rows[-1][1] == "end", f"{heading} does not add up"
+        _check_slots(rows, by_number)
+    for name, (core, full) in slots.items():
+        assert full >= core, f"{name}: the full time is shorter than the core time"
+
+
+def _check_slots(rows, by_number) -> None:
     for (start, what, _), (end, _, _) in zip(rows, rows[1:], strict=False):
         length = end - start
         assert length > 0, f"the plan goes back in time at {what!r}"
@@ -66,8 +79,6 @@ def test_the_plan_adds_up_to_the_half_day_and_gives_each_notebook_its_core_time(
             )
         else:
             assert what in ("break", "wrap-up"), f"a row of the plan that is neither a notebook nor a break: {what!r}"
-    for name, (core, full) in slots.items():
-        assert full >= core, f"{name}: the full time is shorter than the core time"
 
 
 def test_the_plan_gives_each_exercise_the_minutes_its_notebook_states():
@@ -81,11 +92,12 @@ def test_the_plan_gives_each_exercise_the_minutes_its_notebook_states():
                 stub = next("".join(c["source"]) for c in cells[i + 1 :] if c["cell_type"] == "code")
                 stated[re.search(r"def (\w+)\(", stub).group(1)] = int(heading.group(1))
     planned = {}
-    for _, _, prompts in plan():
-        for function, minutes in re.findall(r"`(\w+)` \((\d+) min\)", prompts):
-            planned[function] = int(minutes)
+    for heading in (PLAN, EXTENSION):
+        for _, _, prompts in plan(heading):
+            for function, minutes in re.findall(r"`(\w+)` \((\d+) min\)", prompts):
+                planned[function] = int(minutes)
     assert planned == stated
-    assert len(stated) >= 8  # two stub exercises in each of 01 to 04
+    assert len(stated) >= 10  # two stub exercises in each of 01 to 04 and 06
 
 
 def _hours_minutes(text: str) -> int:
@@ -101,8 +113,9 @@ def test_the_stated_totals_are_the_maps_sums():
     opening = text[text.index("**Time:**") :].split("\n\n")[0]
     assert _hours_minutes(opening) == core, "00's opening gives another core total than the map's"
     assert f"about {round(extra / 60)} hours more" in opening, f"Going deeper adds {extra} min in the map"
-    plan_line = text[text.index("**Plan (4 h).**") :].split("\n\n")[0]
-    assert _hours_minutes(plan_line) == core
+    plan_line = text[text.index(PLAN) :].split("\n\n")[0]
+    in_plan = {what.split()[0] for _, what, _ in plan() if what[:2].isdigit()}
+    assert _hours_minutes(plan_line) == sum(c for name, (c, _) in slots.items() if name[:2] in in_plan)
 
 
 def test_each_notebook_states_the_times_of_the_map():

@@ -24,6 +24,8 @@ CHECKS = {  # exercise -> (notebook, check)
     "commit_most_confident": ("03_masked_diffusion", exercises.check_commit_most_confident),
     "predicted_step_seconds": ("04_roofline", exercises.check_predicted_step_seconds),
     "crossover_width": ("04_roofline", exercises.check_crossover_width),
+    "verify_draft": ("06_speculative", exercises.check_verify_draft),
+    "acceptance_rate": ("06_speculative", exercises.check_acceptance_rate),
 }
 
 
