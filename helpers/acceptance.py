@@ -50,7 +50,8 @@ def visited_documents(n: int, length: int = 33, seed: int = 0) -> tuple[torch.Te
     """n documents of the language (n, length), and where each one's first <eos> is: a
     generation that stops at <eos> visits the prefixes of lengths 1 .. that position."""
     docs = torch.from_numpy(LANG.sample_documents(check_int(n, "n", 1), length, seed=seed))  # (n, L)
-    first_eos = (docs[:, 1:] == LANG.eos_id).int().argmax(dim=1) + 1  # (n,) every document has padding
+    eos = docs[:, 1:] == LANG.eos_id  # (n, L - 1); a document that fills its canvas exactly has none
+    first_eos = torch.where(eos.any(dim=1), eos.int().argmax(dim=1) + 1, length - 1)  # (n,) else the last position
     return docs, first_eos.numpy()
 
 
