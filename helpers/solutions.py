@@ -89,6 +89,8 @@ def verify_draft(p: torch.Tensor, q: torch.Tensor, drafted: list[int], generator
         if u < p[i, x] / q[i, x]:  # accepted with probability min(1, p/q)
             continue
         residual = (p[i] - q[i]).clamp(min=0)  # where the target wants more than the drafter gave
+        if residual.sum() == 0:  # p == q up to rounding: a rejection had probability 0
+            residual = p[i]
         fix = torch.multinomial(residual / residual.sum(), 1, generator=generator)
         return [*drafted[:i], int(fix)]  # the first rejection ends the round
     bonus = torch.multinomial(p[-1], 1, generator=generator)  # every draft accepted: one more, free

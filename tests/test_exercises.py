@@ -260,6 +260,24 @@ def k_over_the_batch(probs, canvas, k, mask_id):  # k positions in the whole bat
     return torch.where(commit, choice, canvas)
 
 
+def _rule(fix_from=None, bonus_row=-1, accept_all=False):
+    def verify_draft(p, q, drafted, generator=None):
+        for i, x in enumerate(drafted):
+            u = torch.rand((), generator=generator, dtype=torch.float64)
+            if accept_all or u < p[i, x] / q[i, x]:
+                continue
+            fix = (p[i] - q[i]).clamp(min=0) if fix_from is None else fix_from(p, q)[i]
+            return [*drafted[:i], int(torch.multinomial(fix / fix.sum(), 1, generator=generator))]
+        return [*drafted, int(torch.multinomial(p[bonus_row], 1, generator=generator))]
+
+    return verify_draft
+
+
+fix_from_p = _rule(fix_from=lambda p, q: p)
+bonus_from_the_first_row = _rule(bonus_row=0)
+every_draft_kept = _rule(accept_all=True)
+
+
 WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("sample_sentence", greedy_sentence, "are the same sentence"),
     ("sample_sentence", uniform_sentence, "sampling noise alone gives"),
@@ -294,6 +312,12 @@ WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("crossover_width", lambda peak, bw, b: peak * b / bw, "divide by 2"),
     ("crossover_width", lambda peak, bw, b: peak / bw, "that is the ridge point"),
     ("crossover_width", lambda peak, bw, b: 2 * bw / (peak * b), "upside down"),
+    ("verify_draft", fix_from_p, "not from p"),
+    ("verify_draft", bonus_from_the_first_row, "the target's last row"),
+    ("verify_draft", every_draft_kept, "every draft is kept"),
+    ("acceptance_rate", lambda p, q: 1 - np.minimum(p, q).sum(-1), "the total variation"),
+    ("acceptance_rate", lambda p, q: np.maximum(p, q).sum(-1), "the smaller of p and q"),
+    ("acceptance_rate", lambda p, q: np.minimum(p, q).sum(), "the last axis only"),
 ]
 
 

@@ -65,17 +65,30 @@ def _verify_report(fn) -> str:
             if chi2 <= CHI2_LIMIT:
                 continue
             what = "first token" if k == 0 else ("bonus token" if k == q.size(0) else f"token {k + 1}")
-            hint = VERIFY_HINT
+            hint = _mistake(seen, p[k].numpy(), q[k].numpy()) if k < q.size(0) else VERIFY_HINT
             if k == q.size(0):
                 hint = "when every draft is accepted, the bonus token comes from the target's last row, p[-1]"
-            elif case.startswith("q missing"):
-                hint = "a rejected token is replaced by a draw from norm(max(0, p - q)), not from p or q"
             raise Failed(
                 f"the {what} written does not follow the target ({case}: chi-square {chi2:.0f} on 3 degrees of "
                 f"freedom over {int(seen.sum())} rounds; a right rule stays below {CHI2_LIMIT:.0f})",
                 hint,
             )
     return f"every written token follows the target in {len(_cases())} cases (worst chi-square {worst:.1f})"
+
+
+def _mistake(seen: np.ndarray, p: np.ndarray, q: np.ndarray) -> str:
+    """The hint for the common mistake whose distribution the written tokens follow, if any."""
+    shared = np.minimum(p, q)
+    mistakes = {
+        "every draft is kept: a draft must be accepted with probability min(1, p/q), else replaced": q,
+        "a rejected token is replaced by a draw from norm(max(0, p - q)), not from p": shared + (1 - shared.sum()) * p,
+        "a rejected token is replaced by a draw from norm(max(0, p - q)), not from q": shared + (1 - shared.sum()) * q,
+    }
+    for hint, dist in mistakes.items():
+        expected = seen.sum() * dist
+        if (((seen - expected) ** 2 / np.maximum(expected, 1e-9)).sum()) <= CHI2_LIMIT:
+            return hint
+    return VERIFY_HINT
 
 
 def check_verify_draft(fn) -> bool:
@@ -104,7 +117,7 @@ def _alpha_report(fn) -> str:
         if np.allclose(got, brute, rtol=0, atol=1e-12):
             continue
         if np.allclose(got, 1 - brute, atol=1e-12):
-            hint = "that is the total variation, the mass they do not share: alpha = 1 - TV"
+            hint = "what you returned is the total variation, the mass they do not share: alpha = 1 - TV"
         elif np.allclose(got, np.maximum(pc, qc).sum(-1), atol=1e-12):
             hint = "take the smaller of p and q at each token, not the larger"
         else:

@@ -17,7 +17,7 @@ from helpers.views.sweep import MAIN, STYLE
 
 DRAFTER_STYLE = {  # drafter -> (short name, colour, marker)
     DRAFTERS[0]: ("small AR drafter", AR_COLOR, "o"),
-    DRAFTERS[1]: ("the language (bound)", TRUTH_COLOR, "*"),
+    DRAFTERS[1]: ("the language itself", TRUTH_COLOR, "*"),
     DRAFTERS[2]: ("diffusion, one pass", DLLM_COLOR, "s"),
     DRAFTERS[3]: ("diffusion, left to right", ACCENT_COLOR, "D"),
 }
@@ -29,17 +29,23 @@ def rows_of(data: dict, drafter: str) -> list[dict]:
 
 
 def measured_alpha(rows: list[dict]) -> float:
-    accepted = sum(r["accepted"] for r in rows)
-    return accepted / (accepted + sum(r["rejections"] for r in rows))
+    """alpha of a round's first drafted token, measured: at gamma = 1 every checked draft is one."""
+    first = next(r for r in rows if r["gamma"] == 1)
+    return first["accepted"] / (first["accepted"] + first["rejections"])
+
+
+def canvas_ceiling(gamma: int, positions: int = 32) -> float:
+    """Tokens per target pass if every draft were accepted: whole rounds of gamma + 1 tokens."""
+    return positions / -(-positions // (gamma + 1))
 
 
 def acceptance_text(data: dict, gammas=(1, 2, 4, 8)) -> str:
     """alpha predicted and measured per drafter, and tokens per target pass: the formula with one
     alpha, the chain along real documents, and the measurement."""
     lines = [
+        "alpha: a round's first drafted token, predicted / measured at gamma = 1",
         "tokens per target pass: formula (one alpha) / chain along documents / measured",
-        f"{'drafter':26s} {'alpha pred.':>11s} {'meas.':>6s}  "
-        + "  ".join(f"{'gamma ' + str(g):>16s}" for g in gammas),
+        f"{'drafter':26s} {'alpha':>13s}  " + "  ".join(f"{'gamma ' + str(g):>16s}" for g in gammas),
     ]
     for name in DRAFTERS:
         rows, pred = rows_of(data, name), data["predicted"][name]
@@ -49,7 +55,7 @@ def acceptance_text(data: dict, gammas=(1, 2, 4, 8)) -> str:
             measured = r["new_tokens"] / r["target_passes"]
             i = GAMMAS.index(g)
             cells.append(f"{pred['formula'][i]:4.2f}/{pred['chain'][i]:4.2f}/{measured:4.2f}")
-        alpha = f"{pred['alpha']:11.3f} {measured_alpha(rows):6.3f}"
+        alpha = f"{pred['alpha']:.3f} / {measured_alpha(rows):.3f}"
         lines.append(f"{DRAFTER_STYLE[name][0]:26s} {alpha}  " + "  ".join(f"{c:>16s}" for c in cells))
     return "\n".join(lines)
 
@@ -61,6 +67,7 @@ def end_effect_text(data: dict, gamma: int = 8) -> str:
     lines = [
         f"gamma = {gamma}, tokens per target pass",
         f"{'drafter':26s} {'formula':>8s} {'+ canvas end':>12s} {'+ alpha by place':>16s} {'measured':>9s}",
+        "(alpha by place: along the sentence and along the draft)",
     ]
     for name in DRAFTERS:
         pred, r = data["predicted"][name], rows_of(data, name)[i]
@@ -92,9 +99,11 @@ def draw_acceptance(axes, data: dict) -> None:
         )
     left.plot([], [], "k:", lw=1, label="formula, one alpha")
     left.plot([], [], "k-", lw=1.2, alpha=0.7, label="chain along documents")
-    left.plot(GAMMAS, [g + 1 for g in GAMMAS], color="0.7", lw=0.8, ls="--", zorder=0, label="gamma + 1 (all accepted)")
+    ceiling = [canvas_ceiling(g) for g in GAMMAS]
+    left.plot(GAMMAS, ceiling, color="0.6", lw=0.9, ls="--", zorder=0, label="every draft accepted (32 positions)")
+    left.plot([], [], "ko", ms=5, ls="", label="markers: measured")
     left.set(xlabel="gamma (tokens drafted per round)", ylabel="tokens per target pass", xticks=list(GAMMAS))
-    left.set_title("Predicted against measured (256 documents a point)", loc="left", fontsize=9)
+    left.set_title("Predicted against measured (256 documents a point, 1024 at gamma = 4)", loc="left", fontsize=9)
     left.legend(fontsize=7, loc="upper left")
     right.set(xlabel="i (position in the draft)", ylabel="alpha of the i-th drafted token", ylim=(0, 1.02))
     right.set_xticks(list(GAMMAS))
@@ -140,12 +149,14 @@ def quality_text(data: dict, reference: Run, target: Target, joint: np.ndarray) 
 
 
 def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None:
-    """Validity, sentences per document and the within-sentence gap against tokens per target pass:
-    speculative decoding (each drafter, gamma = 4) against every diffusion setting of notebook 03."""
-    reference = sweep.ar
-    ref = reference.quality
+    """Invalid documents, sentences per document and the within-sentence gap against tokens per
+    target pass: speculative decoding (each drafter, gamma = 4) against the five samplers of
+    notebook 03's section 5, every setting."""
+    ref = sweep.ar.quality
+    floor = 0.05  # % invalid drawn for a sample with none (a log axis has no 0)
     bands = [
-        (100 * target.validity, 100.5, "valid documents (%)", lambda q: 100 * q.validity[0]),
+        (floor / 2, 100 * (1 - target.validity), "invalid documents (%, log scale)",
+         lambda q: max(100 * (1 - q.validity[0]), floor)),
         (ref.sentences[0] - target.length_tolerance, ref.sentences[0] + target.length_tolerance,
          "sentences per document", lambda q: q.sentences[0]),
         (ref.sentence_gap[0] - target.gap_tolerance, 1.0, "within-sentence gap (bits)", lambda q: q.sentence_gap[0]),
@@ -154,26 +165,36 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None
         ax.axhspan(low, high, color=AR_COLOR, alpha=0.12, lw=0, zorder=0)
         for name in MAIN:
             label, color, marker = STYLE[name]
-            runs = sweep.runs[name]
+            runs = [r for r in sweep.runs[name] if not np.isnan(value(r.quality))]
             ax.plot([r.tokens_per_pass for r in runs], [value(r.quality) for r in runs], marker, color=color,
                     mfc="white", ms=4, ls="-", lw=0.6, alpha=0.7, label=f"diffusion: {label}")  # fmt: skip
+        ax.plot(1, value(ref), "*", color="black", ms=10, ls="", label="AR alone")
         for name, size in zip(DRAFTERS[::-1], (12, 8, 10, 6), strict=True):  # nested: points that coincide stay visible
             label, color, marker = DRAFTER_STYLE[name]
             run = data["quality"][name]
             ax.plot(run.tokens_per_pass, value(run.quality), marker, color=color, ms=size, mec="black", mew=0.6,
                     ls="", label=f"speculative: {label}")  # fmt: skip
-        ax.plot(1, value(ref), "*", color="black", ms=10, ls="", label="AR alone")
-        ax.set(xscale="log", xlabel="tokens per (target) pass", ylabel=ylabel)
-        ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
+        ax.set(xscale="log", xlabel="tokens per (target) pass, log scale", ylabel=ylabel)
+        ax.set_xticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
         ax.set_xticks([], minor=True)
-    axes[0].set_ylim(-3, 103)
+    axes[0].set(yscale="log", ylim=(floor / 2, 150))
+    axes[0].set_yticks([0.1, 1, 10, 100], ["0.1", "1", "10", "100"])
     axes[2].set_ylim(-4, 1)
-    for ax, title in zip(axes, ("validity", "length", "diversity within sentences"), strict=True):
+    titles = (
+        "validity: at most 1 % invalid",
+        "length: within 0.06 sentences",
+        "diversity: gap at most 0.15 bits lower",
+    )
+    for ax, title in zip(axes, titles, strict=True):
         ax.set_title(title, loc="left", fontsize=9)
     fig = axes[0].figure
     fig.suptitle("Shaded: the AR model's own quality, with notebook 03's tolerances", x=0.01, ha="left", fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=5, fontsize=7.5)
+    order = [
+        k for pair in zip(range(6), range(6, 12), strict=False) for k in pair
+    ]  # legend rows: diffusion, then the rest
+    fig.legend([handles[k] for k in order if k < len(handles)], [labels[k] for k in order if k < len(labels)],
+               loc="outside lower center", ncol=6, fontsize=7.5)  # fmt: skip
 
 
 def tv_noise(joint: np.ndarray, n: int, draws: int = 200, seed: int = 0) -> tuple[float, float]:
@@ -188,7 +209,7 @@ def pass_cost_text(data: dict, draft_cost: dict[str, float]) -> str:
     """Speed-up over AR if every pass costs its model's bytes, as on a bandwidth-bound GPU: a round
     is its drafter passes at cost c each (draft bytes / target bytes) plus one target pass."""
     lines = [
-        f"gamma = {QUALITY_GAMMA}; a pass priced by its weights' bytes (bandwidth-bound), prefill as a pass",
+        f"gamma = {QUALITY_GAMMA}; every pass priced by its weights' bytes, as if bandwidth-bound",
         f"{'drafter':26s} {'tok/target pass':>15s} {'draft passes/round':>18s} {'c':>7s} {'speed-up':>9s}",
     ]
     for name in DRAFTERS:
@@ -217,7 +238,8 @@ def projection_text(target: str, draft: str, hardware: str, n_tokens: int, alpha
         for g in gammas:
             ceiling = ratio(alpha, g, bandwidth_efficiency=1.0, compute_efficiency=1.0)
             spread = max(spread, abs(ceiling / ratio(alpha, g) - 1))
-    lines.append(f"typical efficiency; the ceiling's ratios differ by at most {100 * spread:.1f} %")
+    same = "are the same (within 0.1 %)" if spread < 1e-3 else f"differ by up to {100 * spread:.1f} %"
+    lines.append(f"typical efficiency; the ceiling's ratios {same}")
     return "\n".join(lines)
 
 
