@@ -29,6 +29,7 @@ bench        (a package) `python -m helpers.bench`: this machine and the course'
 precision    the decode step with fp32, bf16 and int8 weights, timed in turn
 hf_compare   the course decoder against Hugging Face `generate` (needs transformers)
 exercises    (a package) the checks of the notebooks' exercises; solutions: their references
+             student_copy: the notebooks without the solutions, `python -m helpers.student_copy OUT`
 validation   the argument checks every module shares
 plotting     one figure style; widgets (a package, one module per notebook): the interactive
              figures; canvas_figure: a diffusion canvas pass by pass; device: CUDA -> MPS -> CPU

@@ -4,8 +4,8 @@ The rule of helpers.speculative stays exact for any drafter, as long as q is the
 each drafted token was really drawn from, given everything before it:
 
 - CausalDrafter: a small AR model, one pass per drafted token, with its own KV cache;
-- LanguageDrafter: the toy language's exact next-token distribution. Not a model: an upper
-  bound on what any drafter could do (its q is the truth the target was trained to imitate);
+- LanguageDrafter: the toy language's exact next-token distribution. Not a model: what a
+  perfectly trained drafter would propose (the truth the target was trained to imitate);
 - MaskedDiffusionDrafter: the masked-diffusion model. In one pass (parallel=True) it fills gamma
   masked positions at once, each drawn from its own marginal: q is a product of marginals, so a
   drafted token never depends on the one before it. Left to right (parallel=False) it spends one
@@ -105,8 +105,9 @@ class CausalDrafter(Drafter):
 
 
 class LanguageDrafter(Drafter):
-    """The toy language's exact next-token distribution on a canvas of `length`: not a model, an
-    upper bound. Where the output has already left the language (an invalid prefix), q is uniform."""
+    """The toy language's exact next-token distribution on a canvas of `length`: not a model, what a
+    perfectly trained drafter would propose (not a bound: the target is not the language). Where the
+    output has already left the language (an invalid prefix), q is uniform."""
 
     name = "the language itself (not a model)"
 

@@ -11,13 +11,14 @@ import numpy as np
 
 from helpers.matched_quality import Run, Sweep
 from helpers.matching import MEASURES, Target, margins
-from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR
+from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR
 from helpers.speculative_sweep import BROKEN, DRAFTERS, GAMMAS, QUALITY_GAMMA
 from helpers.views.sweep import MAIN, STYLE
 
+LANGUAGE_COLOR = "#b7950b"  # not the grey of the legend keys
 DRAFTER_STYLE = {  # drafter -> (short name, colour, marker)
     DRAFTERS[0]: ("small AR drafter", AR_COLOR, "o"),
-    DRAFTERS[1]: ("the language itself", TRUTH_COLOR, "*"),
+    DRAFTERS[1]: ("the language itself", LANGUAGE_COLOR, "*"),
     DRAFTERS[2]: ("diffusion, one pass", DLLM_COLOR, "s"),
     DRAFTERS[3]: ("diffusion, left to right", ACCENT_COLOR, "D"),
 }
@@ -93,14 +94,15 @@ def draw_acceptance(axes, data: dict) -> None:
         measured = [r["new_tokens"] / r["target_passes"] for r in rows]
         left.plot(GAMMAS, pred["formula"], ":", color=color, lw=1)
         left.plot(GAMMAS, pred["chain"], "-", color=color, lw=1.2, alpha=0.7)
-        left.plot(GAMMAS, measured, marker, color=color, ms=6, ls="", label=label)
+        hollow = dict(mfc="none", mew=1.5) if name == DRAFTERS[3] else {}
+        left.plot(GAMMAS, measured, marker, color=color, ms=5, ls="", label=label, zorder=3, **hollow)
         right.plot(
             range(1, len(pred["alpha_by_index"]) + 1), pred["alpha_by_index"], marker + "-", color=color, label=label
         )
-    left.plot([], [], "k:", lw=1, label="formula, one alpha")
+    left.plot([], [], "k:", lw=1, label="formula, one alpha (one line for both diffusion drafters)")
     left.plot([], [], "k-", lw=1.2, alpha=0.7, label="chain along documents")
     ceiling = [canvas_ceiling(g) for g in GAMMAS]
-    left.plot(GAMMAS, ceiling, color="0.6", lw=0.9, ls="--", zorder=0, label="every draft accepted (32 positions)")
+    left.plot(GAMMAS, ceiling, color="black", lw=0.7, ls="--", zorder=0, label="every draft accepted (32 positions)")
     left.plot([], [], "ko", ms=5, ls="", label="markers: measured")
     left.set(xlabel="gamma (tokens drafted per round)", ylabel="tokens per target pass", xticks=list(GAMMAS))
     left.set_title("Predicted against measured (256 documents a point, 1024 at gamma = 4)", loc="left", fontsize=9)
@@ -125,6 +127,7 @@ def quality_text(data: dict, reference: Run, target: Target, joint: np.ndarray) 
         f"{'TV(2 tok)':>9s}  matched"
     )
     lines = [f"speculative at gamma = {QUALITY_GAMMA}, 1024 documents each; AR alone is the reference", head]
+    # tok/pass: tokens per target pass
     runs = {"AR model alone (T = 1)": (reference, 0.0)}
     for name in (*DRAFTERS, BROKEN):
         row = next(r for r in data["sweep"] if r["drafter"] == name and r["gamma"] == QUALITY_GAMMA)
@@ -144,7 +147,8 @@ def quality_text(data: dict, reference: Run, target: Target, joint: np.ndarray) 
             f"{label:34s} {run.tokens_per_pass:8.2f} {draft:6.1f} {100 * q.validity[0]:6.1f}% {q.sentences[0]:9.2f} "
             f"{q.sentence_gap[0]:+6.2f} {first_two_tv(run.docs, joint):9.3f}  {matched}"
         )
-    lines.append("draft: drafter passes per document; gap: bits per sentence against the exact entropy")
+    lines.append("tok/pass: tokens per target pass; draft: drafter passes per document (the language costs none)")
+    lines.append("gap: bits per sentence against the exact entropy")
     return "\n".join(lines)
 
 
@@ -159,7 +163,8 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None
          lambda q: max(100 * (1 - q.validity[0]), floor)),
         (ref.sentences[0] - target.length_tolerance, ref.sentences[0] + target.length_tolerance,
          "sentences per document", lambda q: q.sentences[0]),
-        (ref.sentence_gap[0] - target.gap_tolerance, 1.0, "within-sentence gap (bits)", lambda q: q.sentence_gap[0]),
+        (ref.sentence_gap[0] - target.gap_tolerance, 0.6, "within-sentence gap (bits per sentence)",
+         lambda q: q.sentence_gap[0]),
     ]  # fmt: skip
     for ax, (low, high, ylabel, value) in zip(axes, bands, strict=True):
         ax.axhspan(low, high, color=AR_COLOR, alpha=0.12, lw=0, zorder=0)
@@ -169,17 +174,18 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None
             ax.plot([r.tokens_per_pass for r in runs], [value(r.quality) for r in runs], marker, color=color,
                     mfc="white", ms=4, ls="-", lw=0.6, alpha=0.7, label=f"diffusion: {label}")  # fmt: skip
         ax.plot(1, value(ref), "*", color="black", ms=10, ls="", label="AR alone")
-        for name, size in zip(DRAFTERS[::-1], (12, 8, 10, 6), strict=True):  # nested: points that coincide stay visible
+        for name, size in zip(DRAFTERS[::-1], (11, 8, 12, 6), strict=True):  # nested: points that coincide stay visible
             label, color, marker = DRAFTER_STYLE[name]
             run = data["quality"][name]
-            ax.plot(run.tokens_per_pass, value(run.quality), marker, color=color, ms=size, mec="black", mew=0.6,
-                    ls="", label=f"speculative: {label}")  # fmt: skip
+            style = dict(mfc="none", mec=color, mew=1.8) if name == DRAFTERS[3] else dict(mec="black", mew=0.6)
+            ax.plot(run.tokens_per_pass, value(run.quality), marker, color=color, ms=size, ls="",
+                    label=f"speculative: {label}", **style)  # fmt: skip
         ax.set(xscale="log", xlabel="tokens per (target) pass, log scale", ylabel=ylabel)
         ax.set_xticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
         ax.set_xticks([], minor=True)
     axes[0].set(yscale="log", ylim=(floor / 2, 150))
     axes[0].set_yticks([0.1, 1, 10, 100], ["0.1", "1", "10", "100"])
-    axes[2].set_ylim(-4, 1)
+    axes[2].set_ylim(-2.2, 0.6)
     titles = (
         "validity: at most 1 % invalid",
         "length: within 0.06 sentences",

@@ -1,0 +1,195 @@
+"""The student copy (helpers.student_copy): every solution is a tagged cell, none survives the copy,
+every exercise stub and its check do, and (marked `student`, a few minutes) every student notebook
+runs top to bottom from a fresh kernel with each check reporting "not attempted yet".
+
+The slow test runs with `.venv/bin/python -m pytest -m student -s tests/test_student_copy.py`
+(.ci/run). Every copy is written under pytest's tmp_path, never into the repository, so nbval
+never collects one.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import ipykernel.kernelspec
+import nbformat
+import pytest
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from helpers import solutions
+from helpers.student_copy import SOLUTION_TAG, course_size, main, make_student_copy, notebook_paths
+
+FULL = {path.name: nbformat.read(path, as_version=4) for path in notebook_paths()}
+NOT_ATTEMPTED = "not attempted yet"
+CELL_SECONDS = 600
+
+
+@pytest.fixture(scope="module")
+def copy_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("student")
+    make_student_copy(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def student(copy_dir) -> dict[str, nbformat.NotebookNode]:
+    return {name: nbformat.read(copy_dir / name, as_version=4) for name in FULL}
+
+
+def is_solution(cell) -> bool:
+    return SOLUTION_TAG in cell.metadata.get("tags", [])
+
+
+def long_lines(text: str) -> set[str]:
+    """Stripped lines longer than 20 characters: shorter ones (`return seq`) are everyday code."""
+    return {line.strip() for line in text.splitlines() if len(line.strip()) > 20}
+
+
+def lines_seen(nb) -> set[str]:
+    """Every long line a learner sees: markdown, code and the text of the outputs."""
+    seen = set()
+    for cell in nb.cells:
+        seen |= long_lines(cell.source)
+        for output in cell.get("outputs", []):
+            seen |= long_lines(output.get("text", "")) | long_lines(str(output.get("data", {}).get("text/plain", "")))
+    return seen
+
+
+def stubs(nb) -> list[int]:
+    return [
+        i for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and "raise NotImplementedError" in cell.source
+    ]
+
+
+def solution_lines() -> set[str]:
+    """The code of every solution: the references in helpers.solutions and the ```python blocks of
+    the tagged cells. Lines the course's code cells share (a stub's signature, the naive loop that
+    decode_cached extends, an import) are not solutions: the learner runs them anyway."""
+    lines = set()
+    for _, function in inspect.getmembers(solutions, inspect.isfunction):
+        lines |= long_lines(inspect.getsource(function))
+    for nb in FULL.values():
+        for cell in filter(is_solution, nb.cells):
+            for block in re.findall(r"```python\n(.*?)```", cell.source, re.S):
+                lines |= long_lines(block)
+    course_code = set()
+    for nb in FULL.values():
+        for cell in nb.cells:
+            course_code |= long_lines(cell.source) if cell.cell_type == "code" else set()
+    return lines - course_code
+
+
+# ------------------------------------------------------------------ the full course, tagged
+@pytest.mark.parametrize("name", FULL)
+def test_every_details_block_is_a_cell_of_its_own_tagged_solution(name):
+    for i, cell in enumerate(FULL[name].cells):
+        if "<details>" in cell.source:
+            assert cell.cell_type == "markdown" and is_solution(cell), f"{name} cell {i}: a <details> not tagged"
+            alone = re.fullmatch(r"\s*<details>.*?</details>\s*", cell.source, re.S)
+            assert alone and cell.source.count("<details>") == 1, f"{name} cell {i}: more than one <details> block"
+        elif is_solution(cell):  # a tagged code cell would leave the student notebook broken
+            pytest.fail(f"{name} cell {i} is tagged {SOLUTION_TAG} but is not a <details> block")
+
+
+def test_the_course_has_its_solutions():
+    tagged = sum(is_solution(cell) for nb in FULL.values() for cell in nb.cells)
+    folded = sum("<summary>Solution: `" in cell.source for nb in FULL.values() for cell in nb.cells)
+    assert folded == sum(len(stubs(nb)) for nb in FULL.values()) == 10  # one folded reference per stub
+    assert tagged >= 25  # and the answers of the Going deeper exercises
+
+
+# ------------------------------------------------------------------ the copy
+def test_no_solution_survives(student):
+    lines = solution_lines()
+    assert lines <= set().union(*(lines_seen(nb) for nb in FULL.values()))  # the full course shows them all
+    for name, nb in student.items():
+        leaked = sorted(lines & lines_seen(nb))
+        assert not leaked, f"{name} still shows solution lines: {leaked[:3]}"
+        assert not [cell for cell in nb.cells if is_solution(cell) or "<details>" in cell.source], name
+
+
+def test_the_copy_is_the_course_less_its_solution_cells(copy_dir, student):
+    assert sorted(p.name for p in copy_dir.iterdir()) == sorted([*FULL, "README.md"])
+    for name, nb in student.items():
+        assert nb.cells == [cell for cell in FULL[name].cells if not is_solution(cell)], name
+        assert nb.metadata == FULL[name].metadata, name  # the saved widget state too
+
+
+def test_every_stub_and_its_check_survive(student):
+    for name, full in FULL.items():
+        for i in stubs(full):
+            stub, check = full.cells[i], full.cells[i + 1]
+            j = student[name].cells.index(stub)
+            assert student[name].cells[j + 1] == check, f"{name}: the check after the stub {stub.id} is gone"
+            assert NOT_ATTEMPTED in "".join(o.get("text", "") for o in check.outputs)
+
+
+def test_the_copy_is_smaller_by_the_solutions(copy_dir):
+    full_cells, full_words = course_size(notebook_paths())
+    cells, words = course_size(sorted(copy_dir.glob("0*.ipynb")))
+    tagged = sum(is_solution(cell) for nb in FULL.values() for cell in nb.cells)
+    assert cells == full_cells - tagged
+    assert 0.8 * full_words < words < full_words  # the solutions are a tenth or so of the prose
+
+
+def test_the_command_line_reports_both_sizes(tmp_path, capsys):
+    main([str(tmp_path / "new" / "student")])  # missing folders are created
+    cells, words = course_size(sorted((tmp_path / "new" / "student").glob("0*.ipynb")))
+    full_cells, full_words = course_size(notebook_paths())
+    out = capsys.readouterr().out
+    assert f"{cells} cells, {words:,} words" in out and f"the full course: {full_cells} cells, {full_words:,}" in out
+
+
+def test_the_readme_says_what_the_copy_needs(copy_dir):
+    readme = (copy_dir / "README.md").read_text()
+    assert "without their solutions" in readme and "helpers" in readme and "`notebooks/`" in readme
+
+
+@pytest.mark.parametrize(
+    "out_dir, notebooks_dir, message",
+    [
+        (None, None, "out_dir must be a folder"),
+        ("", None, "out_dir must be a folder"),
+        (notebook_paths()[0].parent, None, "must be outside"),
+        (notebook_paths()[0].parent / "student", None, "must be outside"),
+        (notebook_paths()[0], None, "is a file"),
+        ("unused", 3, "notebooks_dir must be None, a str or a pathlib.Path"),
+        ("unused", Path(__file__).parent, "holding the course's 0*.ipynb"),
+    ],
+)
+def test_bad_arguments_are_refused(out_dir, notebooks_dir, message, tmp_path):
+    out_dir = tmp_path / out_dir if out_dir == "unused" else out_dir
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make_student_copy(out_dir, notebooks_dir)
+    assert not (tmp_path / "unused").exists()
+
+
+# ------------------------------------------------------------------ the copy, run (slow)
+class CurrentEnvironment(KernelSpecManager):
+    """The kernel of the interpreter running the tests, whatever kernels are installed (as nbval's
+    --nbval-current-env): the student copy must run in the course's own environment."""
+
+    def get_kernel_spec(self, kernel_name):
+        return KernelSpec(resource_dir=ipykernel.kernelspec.RESOURCES, **ipykernel.kernelspec.get_kernel_dict())
+
+
+@pytest.mark.student
+@pytest.mark.parametrize("name", FULL)
+def test_the_student_notebook_runs_top_to_bottom(name, copy_dir):
+    nb = nbformat.read(copy_dir / name, as_version=4)  # its own: executing fills in the outputs
+    kernel = KernelManager(kernel_spec_manager=CurrentEnvironment())
+    client = NotebookClient(nb, km=kernel, timeout=CELL_SECONDS, resources={"metadata": {"path": str(copy_dir)}})
+    try:
+        client.execute()  # a fresh kernel, started in the copy's folder
+    except CellExecutionError as error:
+        pytest.fail(f"{name}: a cell raised\n{error}")
+    finally:
+        kernel.shutdown_kernel(now=True)  # the client leaves a kernel it did not start running
+    for i in stubs(nb):
+        printed = "".join(output.get("text", "") for output in nb.cells[i + 1].outputs)
+        assert NOT_ATTEMPTED in printed, f"{name}: the check after the stub {nb.cells[i].id} printed {printed!r}"
