@@ -2,7 +2,7 @@
 through Playwright, *Run All Cells* on every notebook, then no error, every widget drawn, and a
 slider that redraws its figure. nbval executes the notebooks but never renders a widget; this does.
 
-Run it with `.venv/bin/python -m pytest -m browser -s tests/test_browser.py` after
+Run it with `.venv/bin/python -m pytest -m browser -n 0 -s tests/test_browser.py` after
 `sudo apt-get install chromium` (Debian) and `.venv/bin/pip install -r requirements-dev.txt`;
 COURSE_CHROMIUM names another Chromium binary. Without them it is skipped (a failure when
 COURSE_REQUIRE_BROWSER=1, as in .ci/run). With -s it prints the path of a screenshot per notebook.

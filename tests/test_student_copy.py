@@ -2,7 +2,7 @@
 every exercise stub and its check do, and (marked `student`, a few minutes) every student notebook
 runs top to bottom from a fresh kernel with each check reporting "not attempted yet".
 
-The slow test runs with `.venv/bin/python -m pytest -m student -s tests/test_student_copy.py`
+The slow test runs with `.venv/bin/python -m pytest -m student --dist load tests/test_student_copy.py`
 (.ci/run). Every copy is written under pytest's tmp_path, never into the repository, so nbval
 never collects one.
 """
