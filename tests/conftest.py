@@ -1,6 +1,7 @@
-"""Fixtures shared by the tests of the CUDA path: a fake GPU in place of helpers.gpu.runtime."""
+"""Fixtures shared by the tests: a fake GPU in place of helpers.gpu.runtime, and one thread."""
 
 import pytest
+import torch
 from fake_gpu import FakeGpu
 
 from helpers import gpu
@@ -20,3 +21,12 @@ def virtual(monkeypatch):
     fake_gpu = FakeGpu(host_clock=False)
     monkeypatch.setattr(gpu, "runtime", lambda device: fake_gpu)
     return fake_gpu
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Nothing timed, tiny models: one thread for a module's tests, restored for the other files."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

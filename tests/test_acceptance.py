@@ -25,14 +25,7 @@ from helpers.model import ModelConfig, Transformer
 from helpers.speculative import verify
 from helpers.toylang import LANG
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Nothing here is timed and the models are tiny: one thread, restored for the other test files."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def random_distributions(n: int, vocab: int, seed: int) -> np.ndarray:

@@ -28,13 +28,7 @@ SAMPLES = 300  # outputs per distribution check: enough to separate the broken r
 ALPHA = 1e-6  # chance that a correct sampler fails one chi-square check
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Nothing here is timed and the models are tiny: one thread, restored for the other test files."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def random_model(seed: int, vocab: int = V, max_len: int = 6, causal: bool = True) -> Transformer:
