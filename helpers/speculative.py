@@ -104,11 +104,12 @@ def speculative_generate(
             counts.drafted += room
             counts.accepted += n
             counts.rejections += n < room
-            if eos_id is not None and (written == eos_id).any():
+            ended = eos_id is not None and bool((written == eos_id).any())
+            if ended:  # keep the tokens up to the first <eos>
                 written = written[: int((written == eos_id).nonzero()[0]) + 1]
-                out = torch.cat([out, written[None]], dim=1)
-                break
             out = torch.cat([out, written[None]], dim=1)
+            if ended:
+                break
     counts.new_tokens = out.size(1) - prompt.size(1)
     counts.target_passes, counts.draft_passes = target_passes.n, draft_passes.n
     return out, counts

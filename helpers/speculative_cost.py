@@ -55,23 +55,7 @@ def speculative_latency(
 
 
 def projected_speedup(n_tokens: int, target, draft, hardware, *, gamma: int, alpha: float, **kwargs) -> float:
-    """AR latency (helpers.latency.ar_latency, same settings) over speculative_latency."""
-    ar = ar_latency(n_tokens, target, hardware, prompt=kwargs.get("prompt", 1), **_efficiency(kwargs))
+    """AR latency over speculative latency, both with the same settings (prompt, dtype, efficiencies:
+    the keywords helpers.latency.ar_latency and speculative_latency share)."""
+    ar = ar_latency(n_tokens, target, hardware, **kwargs)
     return ar / speculative_latency(n_tokens, target, draft, hardware, gamma=gamma, alpha=alpha, **kwargs)
-
-
-def draft_cost_ratio(target, draft, hardware, *, context: int = 500, **kwargs) -> float:
-    """c: one draft step's predicted time over one target step's, at the same context."""
-    bandwidth, peak = effective_roofs(hardware, kwargs.get("dtype", "bf16"), **_efficiency(kwargs, dtype=False))
-    bytes_per_param = check_dtype(kwargs.get("dtype", "bf16"))[0]
-
-    def step(model):
-        return predicted_time(forward_pass_cost(model, tokens=1, context=context, bytes_per_param=bytes_per_param),
-                              bandwidth, peak)  # fmt: skip
-
-    return step(draft) / step(target)
-
-
-def _efficiency(kwargs: dict, dtype: bool = True) -> dict:
-    keys = ("bandwidth_efficiency", "compute_efficiency") + (("dtype",) if dtype else ())
-    return {k: kwargs[k] for k in keys if k in kwargs}

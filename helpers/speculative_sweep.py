@@ -24,7 +24,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from helpers.acceptance import acceptance_table, chain_prediction, expected_tokens, target_table, visited_documents
+from helpers.acceptance import (
+    acceptance_table,
+    chain_prediction,
+    expected_tokens,
+    mean_alpha,
+    target_table,
+    visited_documents,
+)
 from helpers.checkpoints import DATA_DIR, load_checkpoint, load_pretrained
 from helpers.drafters import CausalDrafter, Drafter, LanguageDrafter, MaskedDiffusionDrafter
 from helpers.matched_quality import LENGTH, Run, _pack, _unpack
@@ -87,7 +94,7 @@ def predictions(target, drafter: Drafter) -> dict:
     docs, _ = visited_documents(PREDICTION_DOCS, LENGTH + 1, seed=PREDICTION_SEED)
     ends = np.full(len(docs), LENGTH)  # the whole canvas is written: the last round writes position 32
     table = acceptance_table(drafter, target_table(target, docs), docs, max(GAMMAS))  # (n, 32, gamma)
-    alpha = float(table[..., 0].mean())
+    alpha = mean_alpha(table, ends)
     flat = np.full_like(table, alpha)
     return {
         "alpha": alpha,

@@ -523,3 +523,15 @@ def test_drafters_refuse_bad_settings():
         MaskedDiffusionDrafter(diffusion_model(), parallel="yes")
     with pytest.raises(ValueError, match=r"length \(the canvas: <bos> \+ tokens\) must be an int >= 2"):
         LanguageDrafter(1)
+
+
+@pytest.mark.parametrize("name", ["small AR model", "diffusion, one pass"])
+def test_the_shipped_sweep_is_reproduced(name):
+    """data/speculative.json: its first documents at QUALITY_GAMMA come back, token for token."""
+    from helpers.checkpoints import load_pretrained
+    from helpers.speculative_sweep import QUALITY_GAMMA, load, make_drafter, run_documents
+
+    shipped = load()["quality"][name]
+    run, _ = run_documents(load_pretrained("ar"), make_drafter(name), QUALITY_GAMMA, 3)
+    assert run.docs.tolist() == shipped.docs[:3].tolist()
+    assert run.passes.tolist() == shipped.passes[:3].tolist()
