@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from helpers.exact_denoiser import ExactDenoiser
 from helpers.model import Transformer
 from helpers.toylang import LANG
 from helpers.unmasking import (  # the rules of one step; re-exported, so `from helpers.diffusion import ...` works
@@ -49,9 +50,14 @@ __all__ = [
 ]
 
 
-def _check_model(model: Transformer) -> None:
+def _check_model(model: Transformer | ExactDenoiser) -> None:
+    if isinstance(model, ExactDenoiser):  # the language's exact conditionals: a perfect denoiser
+        return
     if not isinstance(model, Transformer):
-        raise ValueError(f"model must be a helpers.model.Transformer, got {type(model).__name__}")
+        raise ValueError(
+            "model must be a bidirectional helpers.model.Transformer or a helpers.exact_denoiser.ExactDenoiser, "
+            f"got {type(model).__name__}"
+        )
     if model.config.causal:
         raise ValueError("masked diffusion needs a bidirectional model (ModelConfig(causal=False)); this one is causal")
 
@@ -202,7 +208,7 @@ def _trace_step(canvas, commit, remasked, revised, stored_conf, block, step) -> 
 
 @torch.no_grad()
 def sample(
-    model: Transformer,
+    model: Transformer | ExactDenoiser,
     length: int,
     steps: int,
     *,
@@ -263,7 +269,7 @@ def sample(
     )
     remask = _check_remask(remask, remask_schedule, strategy)
     remdm = remask is not None and remask_schedule != "lowest-confidence"  # ReMDM's own sigma_t
-    device = next(model.parameters()).device
+    device = torch.device("cpu") if isinstance(model, ExactDenoiser) else next(model.parameters()).device
     prompt = prompt.to(device).expand(batch_size, -1) if prompt.dim() == 1 else prompt.to(device)
     T0, n_blocks, ancestral = prompt.size(1), length // block_length, strategy == "ancestral"
     canvas = torch.cat([prompt, torch.full((batch_size, length), LANG.mask_id, device=device)], dim=1)  # (B, T)

@@ -298,6 +298,10 @@ class ToyLanguage(DocumentMixin):
 
     def entropy_bits(self) -> float:
         """Entropy of one sentence, in bits."""
+        return self._entropy_bits
+
+    @cached_property
+    def _entropy_bits(self) -> float:  # a sum over every sentence: computed once, asked for often
         p = self._table[1]
         return float(-(p * np.log2(p)).sum())
 
