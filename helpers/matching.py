@@ -2,16 +2,18 @@
 
 A diffusion setting matches the AR model when, on its valid documents (helpers.quality):
 
-- validity: it is at least `Target.validity` (0.99: the AR model's 99.3 %, rounded down);
+- validity: it is at least `Target.validity` less `validity_tolerance`. The 99 % is a convention
+  (the AR model's 99.3 %, rounded down), not a measurement; the tolerance allows for sampling error;
 - length: its sentences per document are within `length_tolerance` of the AR model's;
-- diversity: its within-sentence gap is no lower than the AR model's by more than
-  `gap_tolerance` (a higher gap, less likely sentences, is not mode-seeking, so it passes).
+- diversity: its within-sentence gap is within `gap_tolerance` of the AR model's, on either side:
+  a lower gap is mode-seeking, a far higher one (AR at T = 0.5) writes unlikely sentences.
 
 The tolerances come from the standard errors: twice the standard error of a difference between
 two settings of the AR model's size (2 x sqrt(2) x the AR model's own standard error), so a
-setting that truly matches passes each test about 19 times in 20. Reading the settings of one
-strategy from the slowest up, each measure's margin (positive: it holds) is interpolated to the
-rate where it reaches 0, as `crossing` does; the setting matches up to the first such rate.
+setting that truly equals the AR model passes each test at least 19 times in 20. Reading the
+settings of one strategy from the slowest up, each measure's margin (positive: it holds) is
+interpolated to the rate where it reaches 0, as `crossing` does; the setting matches up to the
+first such rate. Every measure a setting fails is reported (`failing`), not only the first.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from helpers.matched_quality import LENGTH
 from helpers.toylang import LANG
 from helpers.validation import check_fraction, check_int, check_positive
 
@@ -47,20 +50,34 @@ class Target:
     measure. The reference's own values are measured on its documents (again on every bootstrap
     resample of them), so they are not stored here."""
 
-    validity: float  # the lowest validity that matches
+    validity: float  # the validity asked for, a convention (0.99)
     length_tolerance: float  # the largest |difference| in sentences per document that matches
-    gap_tolerance: float  # how much lower a within-sentence gap may be and still match, bits per sentence
+    gap_tolerance: float  # the largest |difference| in within-sentence gap that matches, bits per sentence
+    validity_tolerance: float = 0.0  # how far below `validity` a measured validity may fall by chance
+
+    @property
+    def lowest_validity(self) -> float:
+        """The lowest measured validity that matches."""
+        return self.validity - self.validity_tolerance
+
+    def __str__(self) -> str:
+        return (
+            f"validity >= {100 * self.validity:g} % - {100 * self.validity_tolerance:.1f} points of sampling error,"
+            f" length ± {self.length_tolerance:.2f} sentences, within-sentence gap ± {self.gap_tolerance:.2f} bits"
+        )
 
 
 def target_from(reference, validity: float = 0.99, z: float = 2.0) -> Target:
     """The target a Run (the AR model at temperature 1) sets: tolerances z * sqrt(2) * its standard
-    errors (those of a difference between two samples of its size), rounded up to the next hundredth."""
-    validity = check_fraction(validity, "validity (the lowest that matches, e.g. 0.99)", allow_one=False)
+    errors (those of a difference between two samples of its size), rounded up: to the next
+    hundredth of a sentence or a bit, to the next tenth of a point of validity."""
+    validity = check_fraction(validity, "validity (the convention asked for, e.g. 0.99)", allow_one=False)
     z = check_positive(z, "z (standard errors of a difference a match may differ by)")
     q = reference.quality
     length_tolerance, gap_tolerance = (math.ceil(100 * z * math.sqrt(2) * se) / 100 for se in
                                        (q.sentences[1], q.sentence_gap[1]))  # fmt: skip
-    return Target(validity, length_tolerance, gap_tolerance)
+    validity_tolerance = math.ceil(1000 * z * math.sqrt(2) * q.validity[1]) / 1000
+    return Target(validity, length_tolerance, gap_tolerance, validity_tolerance)
 
 
 @dataclass
@@ -77,7 +94,7 @@ class _Docs:
     def of(cls, run) -> _Docs:
         s = run.scores
         bits = np.nan_to_num(np.nansum(s.sentence_bits, axis=1))
-        return cls(s.valid, s.sentences.astype(float), bits, run.passes, run.docs.shape[1] - 1)
+        return cls(s.valid, s.sentences.astype(float), bits, run.passes, LENGTH)
 
     def values(self, rows=slice(None)) -> tuple[float, float, float, float]:
         """(tokens per pass, validity, sentences per valid document, within-sentence gap)."""
@@ -93,29 +110,35 @@ def _margins(values, ref_values, target: Target) -> dict[str, float]:
     _, validity, sentences, gap = values
     _, _, ref_sentences, ref_gap = ref_values
     margins = {
-        "validity": validity - target.validity,
+        "validity": validity - target.lowest_validity,
         "length": target.length_tolerance - abs(sentences - ref_sentences),
-        "diversity": gap - ref_gap + target.gap_tolerance,
+        "diversity": target.gap_tolerance - abs(gap - ref_gap),
     }
     return {k: (-math.inf if math.isnan(v) else v) for k, v in margins.items()}
 
 
 def margins(run, reference, target: Target) -> dict[str, float]:
     """How far one setting is inside the target on each measure (positive: it matches there):
-    validity above target.validity; length tolerance minus |difference| in sentences per
-    document; within-sentence gap minus the reference's, plus the gap tolerance."""
+    validity above target.lowest_validity; length tolerance minus |difference| in sentences per
+    document; gap tolerance minus |difference| in within-sentence gap."""
     if not isinstance(target, Target):
         raise ValueError(f"target must be a helpers.matching.Target (see target_from), got {type(target).__name__}")
     return _margins(_Docs.of(run).values(), _Docs.of(reference).values(), target)
 
 
-def _matched_rate(points, measures) -> tuple[float | None, str | None]:
-    """(rate up to which every measure holds, the measure that ends it)."""
+def failing(run, reference, target: Target) -> tuple[str, ...]:
+    """Every measure on which one setting misses the target (empty: it matches)."""
+    return tuple(m for m, v in margins(run, reference, target).items() if v < 0)
+
+
+def _matched_rate(points, measures) -> tuple[float | None, tuple[str, ...]]:
+    """(rate up to which every measure holds, the measures that end it). Where even the slowest
+    setting fails, the rate is None and the measures are every one it fails."""
     rates = {m: crossing([(x, margin[m]) for x, margin in points], 0.0) for m in measures}
     if any(r is None for r in rates.values()):
-        return None, next(m for m in measures if rates[m] is None)
-    binding = min(measures, key=lambda m: rates[m])
-    return rates[binding], (None if math.isinf(rates[binding]) else binding)
+        return None, tuple(m for m in measures if rates[m] is None)
+    binding = min(rates[m] for m in measures)
+    return binding, (() if math.isinf(binding) else tuple(m for m in measures if rates[m] == binding))
 
 
 @dataclass
@@ -126,15 +149,24 @@ class AtQuality:
     measures: tuple[str, ...]
     tokens_per_pass: float | None  # None: no setting matches; inf: every setting does
     se: float  # bootstrap standard error (documents resampled in every setting); NaN if undefined
-    limited_by: str | None  # the measure that ends the match (or, for None, that fails even the slowest)
+    limited_by: tuple[str, ...]  # the measures that end the match (for None: every one the slowest fails)
     bracket: tuple[float, float] | None = None  # the two measured rates the crossing lies between
+    plausible: tuple[float, float] | None = None  # the bootstrap's 2.5th and 97.5th percentiles
+    matched_share: float = math.nan  # share of bootstrap resamples in which some setting matches
 
     def __str__(self) -> str:
         if self.tokens_per_pass is None:
-            return f"never ({self.limited_by})"
+            return f"never ({', '.join(self.limited_by)})"
         if math.isinf(self.tokens_per_pass):
             return "every rate measured"
         return f"{self.tokens_per_pass:.2f} ± {self.se:.2f}"
+
+    @property
+    def range_text(self) -> str:
+        """The value with its plausible range, e.g. '1.28 [1.24, 1.31]'; 'never (...)' as str()."""
+        if self.plausible is None:
+            return str(self)
+        return f"{self.tokens_per_pass:.2f} [{self.plausible[0]:.2f}, {self.plausible[1]:.2f}]"
 
 
 def tokens_per_pass_at(runs, reference, target: Target, measures=MEASURES, *, boot=200, seed=0) -> AtQuality:
@@ -170,8 +202,10 @@ def tokens_per_pass_at(runs, reference, target: Target, measures=MEASURES, *, bo
     finite = [d for d in draws if d is not None and math.isfinite(d)]
     defined = value is not None and math.isfinite(value) and len(finite) > 1
     se = float(np.std(finite, ddof=1)) if defined else math.nan
+    plausible = tuple(float(x) for x in np.percentile(finite, [2.5, 97.5])) if defined else None
+    share = float(np.mean([d is not None for d in draws])) if draws else math.nan
     bracket = None
     if value is not None and math.isfinite(value):
         rates = sorted(r.tokens_per_pass for r in runs)
         bracket = (max(x for x in rates if x <= value), min(x for x in rates if x >= value))
-    return AtQuality(runs[0].strategy, measures, value, se, limited_by, bracket)
+    return AtQuality(runs[0].strategy, measures, value, se, limited_by, bracket, plausible, share)
