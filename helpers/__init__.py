@@ -6,7 +6,8 @@ model        the transformer (causal or bidirectional), its KV cache and the pas
 fixtures     models with random weights in the course's and GPT-2's shapes, for timing
 ar           autoregressive decoding: naive and KV-cached loops, sampling controls
 diffusion    masked diffusion: the ELBO loss and the samplers (LLaDA, Fast-dLLM, MDLM, ReMDM);
-             unmasking: the rules of one step (what a pass commits, what ReMDM re-masks)
+             unmasking: the rules of one step (what a pass commits, what ReMDM re-masks);
+             exact_denoiser: the language's exact conditionals for any canvas, a perfect "model"
 train        one training loop for both kinds; `python -m helpers.train ar|mdlm`; train_config
 checkpoints  the shipped checkpoints in data/, checked against their sha256
 measurement  honest timing (warm-up, medians, IQR); machine: caches and memory of this machine;
@@ -20,7 +21,9 @@ latency      AR and diffusion latency of N tokens, from the cost of every pass
 calibration  published decoding speeds next to the projections of the same setting
 quality      a sampler's documents scored exactly: validity, length, diversity within sentences
 matched_quality  the sweep of every sampler setting, documents kept; `python -m helpers.matched_quality`;
-             matching: tokens per pass at the AR model's quality, on every measure
+             matching: tokens per pass at the AR model's quality, on every measure; exact_sweep:
+             the same sweep on the exact denoiser, `python -m helpers.exact_sweep`; error_sources:
+             a shortfall split into the model's error, the factorization's and the selection's
 speculative  speculative decoding: the rule, exact for any drafter, with the KV cache cropped;
              drafters (a small AR model, the language, the diffusion model); acceptance: alpha
              predicted exactly; speculative_sweep: `python -m helpers.speculative_sweep`;

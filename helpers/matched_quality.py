@@ -43,7 +43,7 @@ LENGTH = 32  # positions to fill: the course canvas is <bos> + 32
 CHUNK = 128  # documents per seeded chunk
 BUDGETS = (8, 12, 16, 20, 24, 28, 32)  # K for the fixed-budget strategies: 4 to 1 tokens per pass
 ANCESTRAL_EXTRA = (48, 64, 128)  # MDLM skips steps that change nothing: K > 32 reaches fewer tokens per pass
-THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # tau for the threshold strategy
+THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.7, 0.9)  # tau for the threshold strategies
 REMDM_ETAS = {  # (schedule, eta) -> where eta comes from
     ("cap", 0.008): "ReMDM's scripts/remdm-cap.sh (1024 steps over 1024 tokens)",
     ("rescale", 0.015): "ReMDM's scripts/remdm-rescale.sh (1024 steps over 1024 tokens)",
@@ -57,6 +57,8 @@ STRATEGIES = {  # name -> keyword arguments of helpers.diffusion.sample, and the
     "confidence, blocks of 8": ({"block_length": 8}, BUDGETS),
     "threshold (Fast-dLLM)": ({}, THRESHOLDS),
     "ancestral (MDLM)": ({"strategy": "ancestral"}, BUDGETS + ANCESTRAL_EXTRA),
+    "entropy": ({"strategy": "entropy"}, BUDGETS),  # the order depends on the distribution, not on the draw
+    "threshold, entropy order": ({"strategy": "entropy"}, THRESHOLDS),
     **{
         f"{base} + ReMDM-{schedule} {eta}": (extra | {"remask": eta, "remask_schedule": schedule}, BUDGETS)
         for base, extra in (("MDLM", {"strategy": "ancestral"}), ("confidence", {}))
@@ -76,13 +78,20 @@ class Run:
 
     strategy: str  # a key of STRATEGIES or AR_SETTINGS
     setting: float  # K passes, the threshold tau, the temperature or top-p
-    docs: np.ndarray  # (n, 1 + LENGTH) token ids
+    docs: np.ndarray | None  # (n, 1 + LENGTH) token ids; None where only the scores are kept
     passes: np.ndarray  # (n,) int: passes that committed at least one token of this document
     log2_q: np.ndarray | None = None  # (n,) log2 Q(x) under the sampler, where computable (AR)
 
+    @classmethod
+    def from_scores(cls, strategy: str, setting: float, scores: DocumentScores, passes: np.ndarray) -> Run:
+        """A run kept as its documents' scores only (helpers.exact_sweep stores no documents)."""
+        run = cls(strategy, setting, None, passes)
+        run.__dict__["scores"] = scores  # what the cached property would have computed
+        return run
+
     @property
     def n(self) -> int:
-        return len(self.docs)
+        return len(self.passes)
 
     @property
     def tokens_per_pass(self) -> float:
@@ -112,6 +121,11 @@ class Run:
 
     def subset(self, rows: np.ndarray) -> Run:
         """The same setting with only the documents `rows` (e.g. a bootstrap resample)."""
+        if self.docs is None:
+            s = self.scores
+            picked = DocumentScores(s.valid[rows], s.sentences[rows], s.padding[rows], s.sentence_bits[rows],
+                                    s.stop_bits[rows])  # fmt: skip
+            return Run.from_scores(self.strategy, self.setting, picked, self.passes[rows])
         log2_q = None if self.log2_q is None else self.log2_q[rows]
         return Run(self.strategy, self.setting, self.docs[rows], self.passes[rows], log2_q)
 
@@ -135,6 +149,8 @@ class Sweep:
 
 def _check_setting(table: dict, strategy, setting, chunk, n_docs):
     """(the table's entry for `strategy`, chunk, n_docs), each checked."""
+    if not isinstance(table, dict):
+        raise ValueError(f"table must be a dict like STRATEGIES, got {type(table).__name__}")
     if not isinstance(strategy, str) or strategy not in table:
         raise ValueError(f"strategy must be one of {list(table)}, got {strategy!r}")
     entry = table[strategy]
@@ -143,11 +159,12 @@ def _check_setting(table: dict, strategy, setting, chunk, n_docs):
     return entry, check_int(chunk, "chunk", 0), check_int(n_docs, "n_docs", 1)
 
 
-def sweep_run(dllm, strategy: str, setting: float, chunk: int, n_docs: int = CHUNK) -> Run:
-    """Chunk `chunk` of one diffusion setting: n_docs documents sampled with seed `chunk`."""
+def sweep_run(dllm, strategy: str, setting: float, chunk: int, n_docs: int = CHUNK, table=STRATEGIES) -> Run:
+    """Chunk `chunk` of one diffusion setting of `table`: n_docs documents sampled with seed
+    `chunk`. dllm: the shipped model, or helpers.exact_denoiser.ExactDenoiser()."""
     from helpers.diffusion import sample
 
-    (kwargs, _), chunk, n_docs = _check_setting(STRATEGIES, strategy, setting, chunk, n_docs)
+    (kwargs, _), chunk, n_docs = _check_setting(table, strategy, setting, chunk, n_docs)
     if strategy.startswith("threshold"):
         steps, kwargs = LENGTH, {**kwargs, "threshold": setting}
     else:

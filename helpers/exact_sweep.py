@@ -1,0 +1,145 @@
+"""Notebook 03's sampler sweep again, on the exact denoiser: what any model of the language could do.
+
+helpers.matched_quality runs every sampler on the trained diffusion model. Here the same samplers,
+with the same settings and the same seeds, run on helpers.exact_denoiser.ExactDenoiser, the
+language's exact conditionals. What these documents get wrong is the sampler's fault alone; the
+difference from the trained model's documents, at the same setting, is the model's.
+
+The grid is helpers.matched_quality.STRATEGIES, plus K = 4 (8 tokens per pass) for the orders
+that notebook 03 follows furthest, and random order's price in bits (meta["commit_bits"]: see
+helpers.error_sources.parallel_commit_bits). Only each document's scores are kept (valid, sentences,
+padding, the bits of its first sentence and of the rest, its passes), not the documents:
+everything helpers.quality and helpers.matching compute from a document they compute from these.
+
+`python -m helpers.exact_sweep` writes data/exact_sweep.json deterministically, with a progress
+bar, in about 10 minutes on two cores (meta["build_seconds"] says how long it took).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import bz2
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from helpers.matched_quality import CHUNK, LENGTH, STRATEGIES, Run, Sweep, _concat, sweep_run
+from helpers.quality import DocumentScores, _p_too_long
+from helpers.validation import check_int, check_path
+
+EXACT_SWEEP_JSON = Path(__file__).resolve().parent.parent / "data" / "exact_sweep.json"
+FURTHER = (4,)  # K added for the orders followed to 8 tokens per pass
+COMMIT_RATES = (1, 2, 4, 8, 32)  # tokens per pass at which random order's lost bits are computed
+EXACT_STRATEGIES = {
+    name: (kwargs, (FURTHER + grid) if name in ("random", "confidence", "entropy") else grid)
+    for name, (kwargs, grid) in STRATEGIES.items()
+}
+_FIELDS = {"valid": np.uint8, "sentences": np.uint8, "padding": np.uint8, "passes": np.uint8,
+           "first_bits": np.float32, "rest_bits": np.float32}  # fmt: skip
+
+
+def _pack(array: np.ndarray, dtype) -> str:
+    return base64.b64encode(bz2.compress(np.ascontiguousarray(array, dtype=dtype).tobytes(), 9)).decode()
+
+
+def _unpack(text: str, dtype) -> np.ndarray:
+    return np.frombuffer(bz2.decompress(base64.b64decode(text)), dtype=dtype)
+
+
+def compact(run: Run) -> dict:
+    """One run as JSON: its per-document scores, each field packed (bz2 + base64)."""
+    s = run.scores
+    bits = np.nan_to_num(s.sentence_bits)
+    fields = {"valid": s.valid, "sentences": s.sentences, "padding": s.padding, "passes": run.passes,
+              "first_bits": bits[:, 0], "rest_bits": bits[:, 1:].sum(axis=1)}  # fmt: skip
+    packed = {name: _pack(fields[name], dtype) for name, dtype in _FIELDS.items()}
+    return {"strategy": run.strategy, "setting": run.setting, "n": run.n, **packed}
+
+
+def expand(d: dict) -> Run:
+    """The run `compact` stored. Its scores hold two sentence columns: the first sentence's bits and
+    the other sentences' together (NaN where there are none), which is all helpers.quality sums."""
+    f = {name: _unpack(d[name], dtype) for name, dtype in _FIELDS.items()}
+    valid, sentences, padding = f["valid"].astype(bool), f["sentences"].astype(np.int64), f["padding"].astype(np.int64)
+    bits = np.column_stack([f["first_bits"], f["rest_bits"]]).astype(np.float64)
+    bits[~valid] = np.nan
+    bits[sentences < 2, 1] = np.nan
+    with np.errstate(divide="ignore"):
+        stop = np.where(valid, -np.log2(np.where(valid, _p_too_long(padding), 1.0)), np.nan)
+    scores = DocumentScores(valid, sentences, padding, bits, stop)
+    return Run.from_scores(d["strategy"], d["setting"], scores, f["passes"].astype(np.int64))
+
+
+def load_exact_sweep(path: str | Path | None = None) -> Sweep:
+    """The shipped sweep on the exact denoiser (data/exact_sweep.json); no AR runs (the reference
+    is the AR model of helpers.matched_quality.load_sweep())."""
+    path = check_path(path, EXACT_SWEEP_JSON)
+    if not path.is_file():
+        raise ValueError(f"{path.name} not found; rebuild it with: python -m helpers.exact_sweep")
+    data = json.loads(path.read_text())
+    runs: dict[str, list[Run]] = {}
+    for d in data["runs"]:
+        runs.setdefault(d["strategy"], []).append(expand(d))
+    return Sweep(runs, {}, data["meta"])
+
+
+def exact_run(strategy: str, setting: float, chunk: int, n_docs: int = CHUNK) -> Run:
+    """Chunk `chunk` of one setting on the exact denoiser (seed `chunk`, as the shipped file)."""
+    from helpers.exact_denoiser import ExactDenoiser
+
+    return sweep_run(ExactDenoiser(), strategy, setting, chunk, n_docs, table=EXACT_STRATEGIES)
+
+
+def commit_bits(n_docs: int = 1024, rates=COMMIT_RATES) -> dict:
+    """Random order's bits per document lost to the chain rule at each rate (tokens per pass), for
+    the exact denoiser and the trained model (helpers.error_sources.parallel_commit_bits), each
+    [mean, standard error] on the same n_docs documents and orders."""
+    from helpers.checkpoints import load_pretrained
+    from helpers.error_sources import parallel_commit_bits
+    from helpers.exact_denoiser import ExactDenoiser
+
+    models = {"exact": ExactDenoiser(), "trained": load_pretrained("mdlm")}
+    return {name: {str(k): list(parallel_commit_bits(m, LENGTH // k, n_docs)) for k in rates}
+            for name, m in models.items()}  # fmt: skip
+
+
+def build_exact_sweep(chunks: int = 8, progress: bool = True) -> dict:
+    """Every setting of EXACT_STRATEGIES, `chunks` chunks of CHUNK documents each: the JSON-ready
+    dict load_exact_sweep reads."""
+    chunks = check_int(chunks, "chunks", 1)
+    grid = [(name, setting) for name, (_, settings) in EXACT_STRATEGIES.items() for setting in settings]
+    start, runs = time.perf_counter(), []
+    for name, setting in tqdm(grid, desc="exact sweep", unit="setting", disable=not progress):
+        runs.append(_concat([exact_run(name, setting, c) for c in range(chunks)]))
+    return {
+        "format": 1,
+        "meta": {
+            "command": "python -m helpers.exact_sweep" + (f" --chunks {chunks}" if chunks != 8 else ""),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "build_seconds": round(time.perf_counter() - start),
+            "documents_per_setting": chunks * CHUNK,
+            "seeds": f"chunk c of every setting: torch.Generator().manual_seed(c), c = 0 .. {chunks - 1}",
+            "denoiser": "helpers.exact_denoiser.ExactDenoiser: the language's exact conditionals",
+            "temperature": "1 for every setting",
+            "commit_bits": commit_bits(),
+        },
+        "runs": [compact(r) for r in runs],
+    }
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m helpers.exact_sweep", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chunks", type=int, default=8, help=f"chunks of {CHUNK} documents per setting")
+    parser.add_argument("--out", default=str(EXACT_SWEEP_JSON), help="where to write the JSON")
+    args = parser.parse_args(argv)
+    Path(args.out).write_text(json.dumps(build_exact_sweep(args.chunks), separators=(",", ":")) + "\n")
+
+
+if __name__ == "__main__":
+    main()
