@@ -111,18 +111,51 @@ def remaskings_table() -> str:
 def draw_repair(trace: list[dict], docs, show) -> None:
     """Draw the document of find_repair pass by pass around the repaired position (the passes from
     its first writing to its last) and print the position's first and final token and the document."""
+    from matplotlib.patches import Patch
+
     from helpers.canvas_figure import draw_canvas_history
-    from helpers.plotting import new_figure
+    from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, new_figure
 
     row, pos, first, last = find_repair(trace, docs)
-    fig, ax = new_figure(figsize=(9, 0.36 * (last - first + 2) + 0.7))
+    fig, ax = new_figure(figsize=(9, 0.36 * (last - first + 2) + 1.1))
     draw_canvas_history(ax, trace, row, range(pos - 8, pos + 3), range(first, last + 2))
     ax.set_title(
-        f"One document edited, positions {pos - 8}-{pos + 2} around the repair, passes {first + 1}-{last + 2}"
-        "\n(blue written, amber outline re-masked, red rewritten)",
+        f"One document edited, positions {pos - 8}-{pos + 2} around the repair, passes {first + 1}-{last + 2}",
         loc="left",
         fontsize=10,
     )
+    key = [  # the same colours as draw_canvas_history draws
+        Patch(facecolor="white", edgecolor="#999999", label="masked"),
+        Patch(facecolor=DLLM_COLOR, alpha=0.25, edgecolor="#999999", label="written"),
+        Patch(facecolor="white", edgecolor=ACCENT_COLOR, lw=2, label="re-masked by this pass"),
+        Patch(facecolor=AR_COLOR, alpha=0.85, label="rewritten with another token"),
+    ]
+    fig.legend(handles=key, loc="outside lower center", ncols=4, fontsize=9)
     before, after = LANG.vocab[trace[first]["canvas"][row, pos]], LANG.vocab[docs[row, pos]]
     print(f"position {pos}: '{before}' in pass {first + 1}, '{after}' at the end")
     print(f"final: {show(docs[row])}")
+
+
+def editor_summary(trained: Sweep, exact: Sweep, ks=(16, 32), eta: str = "ReMDM-cap 0.4") -> str:
+    """Valid % of MDLM and confidence order, without and with one ReMDM schedule, at K = ks, for the
+    trained model and the exact denoiser; the editor's rows give their difference from the base."""
+    trained, exact = check_sweep(trained), check_sweep(exact)
+    sweeps = (("trained model", trained), ("exact denoiser", exact))
+    head = "".join(f"{name:>{9 * len(ks) + 2}s}" for name, _ in sweeps)
+    lines = [f"valid documents (%), 1024 a setting{'':3s}" + head,
+             f"{'':38s}" + ("  " + "".join(f"{f'K = {k}':>9s}" for k in ks)) * 2]  # fmt: skip
+    for base in ("ancestral (MDLM)", "confidence"):
+        editor = ("MDLM" if base.startswith("ancestral") else base) + f" + {eta}"
+        for name in (base, editor):
+            label = short(base) if name == base else f"  + {eta}"
+            cells = []
+            for _, sweep in sweeps:
+                for k in ks:
+                    r = next(r for r in sweep.runs[name] if r.setting == k)
+                    if name == base:
+                        cells.append(f"{100 * r.validity:9.1f}")
+                    else:
+                        b = next(r for r in sweep.runs[base] if r.setting == k)
+                        cells.append(f"{100 * (r.validity - b.validity):+9.1f}")
+            lines.append(f"{label:38s}  " + "".join(cells[: len(ks)]) + "  " + "".join(cells[len(ks) :]))
+    return "\n".join(lines)

@@ -159,11 +159,12 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None
     ref = sweep.ar.quality
     floor = 0.05  # % invalid drawn for a sample with none (a log axis has no 0)
     bands = [
-        (floor / 2, 100 * (1 - target.validity), "invalid documents (%, log scale)",
+        (floor / 2, 100 * (1 - target.lowest_validity), "invalid documents (%, log scale)",
          lambda q: max(100 * (1 - q.validity[0]), floor)),
         (ref.sentences[0] - target.length_tolerance, ref.sentences[0] + target.length_tolerance,
          "sentences per document", lambda q: q.sentences[0]),
-        (ref.sentence_gap[0] - target.gap_tolerance, 0.6, "within-sentence gap (bits per sentence)",
+        (ref.sentence_gap[0] - target.gap_tolerance, ref.sentence_gap[0] + target.gap_tolerance,
+         "within-sentence gap (bits per sentence)",
          lambda q: q.sentence_gap[0]),
     ]  # fmt: skip
     for ax, (low, high, ylabel, value) in zip(axes, bands, strict=True):
@@ -187,9 +188,9 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None
     axes[0].set_yticks([0.1, 1, 10, 100], ["0.1", "1", "10", "100"])
     axes[2].set_ylim(-2.2, 0.6)
     titles = (
-        "validity: at most 1 % invalid",
-        "length: within 0.06 sentences",
-        "diversity: gap at most 0.15 bits lower",
+        f"validity: at most {100 * (1 - target.lowest_validity):.1f} % invalid",
+        f"length: within {target.length_tolerance:.2f} sentences",
+        f"diversity: gap within {target.gap_tolerance:.2f} bits",
     )
     for ax, title in zip(axes, titles, strict=True):
         ax.set_title(title, loc="left", fontsize=9)
