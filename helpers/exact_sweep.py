@@ -12,7 +12,7 @@ padding, the bits of its first sentence and of the rest, its passes), not the do
 everything helpers.quality and helpers.matching compute from a document they compute from these.
 
 `python -m helpers.exact_sweep` writes data/exact_sweep.json deterministically, with a progress
-bar, in about 10 minutes on two cores (meta["build_seconds"] says how long it took).
+bar, in about 23 minutes on two cores (meta["build_seconds"] says how long it took).
 """
 
 from __future__ import annotations
