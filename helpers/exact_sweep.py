@@ -25,10 +25,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
-from helpers.matched_quality import CHUNK, LENGTH, STRATEGIES, Run, Sweep, _concat, sweep_run
+from helpers.matched_quality import CHUNK, LENGTH, STRATEGIES, Run, Sweep, _concat, sweep_meta, sweep_run
 from helpers.quality import DocumentScores, _p_too_long
 from helpers.validation import check_int, check_path
 
@@ -116,18 +115,14 @@ def build_exact_sweep(chunks: int = 8, progress: bool = True) -> dict:
     start, runs = time.perf_counter(), []
     for name, setting in tqdm(grid, desc="exact sweep", unit="setting", disable=not progress):
         runs.append(_concat([exact_run(name, setting, c) for c in range(chunks)]))
+    bits = commit_bits()
     return {
         "format": 1,
         "meta": {
-            "command": "python -m helpers.exact_sweep" + (f" --chunks {chunks}" if chunks != 8 else ""),
-            "torch": torch.__version__,
-            "threads": torch.get_num_threads(),
-            "build_seconds": round(time.perf_counter() - start),
-            "documents_per_setting": chunks * CHUNK,
-            "seeds": f"chunk c of every setting: torch.Generator().manual_seed(c), c = 0 .. {chunks - 1}",
+            **sweep_meta("python -m helpers.exact_sweep", chunks, start),
             "denoiser": "helpers.exact_denoiser.ExactDenoiser: the language's exact conditionals",
             "temperature": "1 for every setting",
-            "commit_bits": commit_bits(),
+            "commit_bits": bits,
         },
         "runs": [compact(r) for r in runs],
     }

@@ -236,6 +236,18 @@ def load_sweep(path: str | Path | None = None) -> Sweep:
     return Sweep(runs, ar_runs, data["meta"])
 
 
+def sweep_meta(command: str, chunks: int, start: float) -> dict:
+    """What every shipped sweep records of how it was built (start: time.perf_counter() at the start)."""
+    return {
+        "command": command + (f" --chunks {chunks}" if chunks != 8 else ""),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "build_seconds": round(time.perf_counter() - start),
+        "documents_per_setting": chunks * CHUNK,
+        "seeds": f"chunk c of every setting: torch.Generator().manual_seed(c), c = 0 .. {chunks - 1}",
+    }
+
+
 def build_sweep(chunks: int = 8, progress=None) -> dict:
     """Run every setting of STRATEGIES and AR_SETTINGS for `chunks` chunks of CHUNK documents:
     the JSON-ready dict that load_sweep reads."""
@@ -252,12 +264,7 @@ def build_sweep(chunks: int = 8, progress=None) -> dict:
     return {
         "format": 2,
         "meta": {
-            "command": "python -m helpers.matched_quality" + (f" --chunks {chunks}" if chunks != 8 else ""),
-            "torch": torch.__version__,
-            "threads": torch.get_num_threads(),
-            "build_seconds": round(time.perf_counter() - start),
-            "documents_per_setting": chunks * CHUNK,
-            "seeds": f"chunk c of every setting: torch.Generator().manual_seed(c), c = 0 .. {chunks - 1}",
+            **sweep_meta("python -m helpers.matched_quality", chunks, start),
             "temperature": "1 for every diffusion setting; AR as its setting says",
             "remdm_eta_sources": {f"{s} {eta}": why for (s, eta), why in REMDM_ETAS.items()},
         },
