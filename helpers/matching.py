@@ -163,10 +163,10 @@ class AtQuality:
 
     @property
     def range_text(self) -> str:
-        """The value with its plausible range, e.g. '1.28 [1.24, 1.31]'; 'never (...)' as str()."""
+        """The value with its plausible range, e.g. '1.32 (1.30 to 1.34)'; 'never (...)' as str()."""
         if self.plausible is None:
             return str(self)
-        return f"{self.tokens_per_pass:.2f} [{self.plausible[0]:.2f}, {self.plausible[1]:.2f}]"
+        return f"{self.tokens_per_pass:.2f} ({self.plausible[0]:.2f} to {self.plausible[1]:.2f})"
 
 
 def tokens_per_pass_at(runs, reference, target: Target, measures=MEASURES, *, boot=200, seed=0) -> AtQuality:

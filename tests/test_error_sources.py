@@ -140,12 +140,10 @@ def test_the_views_show_the_split_and_the_limit(sweeps):
     exact, trained = sweeps
     target = target_from(trained.ar)
     table = sources.split_table(exact, trained)
-    assert table.count("\n") == 2 + 9 and "random             1   -17.0" in table
+    assert table.count("\n") == 3 + 8 and "random          1    83.0   -17.0       0       0" in table
     limit = sources.limit_table(exact, trained, trained.ar, target)
-    assert "threshold, entropy" in limit and "1.09 [" in limit and "never (length, diversity)" in limit
-    best = max(
-        tokens_per_pass_at(curve(exact, name), trained.ar, target).tokens_per_pass or 0 for name in exact.runs
-    )
+    assert "threshold, entropy" in limit and "1.09 (" in limit and "never (length, diversity)" in limit
+    best = max(tokens_per_pass_at(curve(exact, name), trained.ar, target).tokens_per_pass or 0 for name in exact.runs)
     assert 1.0 < best < 1.2  # the language's own limit at the AR model's quality
     assert "0.00 ±  0.00" in sources.commit_bits_table(exact.meta["commit_bits"])
     fig = sources.draw_three_sources(exact, trained, trained.ar, target)

@@ -143,7 +143,7 @@ def test_the_match_ends_where_the_first_measure_fails_with_a_bootstrap_error():
     assert validity_only.bracket == (1.0, 2.0) and 0 < validity_only.se < 0.3
     low, high = validity_only.plausible
     assert low < validity_only.tokens_per_pass < high and high - low < 6 * validity_only.se
-    assert validity_only.range_text == f"{validity_only.tokens_per_pass:.2f} [{low:.2f}, {high:.2f}]"
+    assert validity_only.range_text == f"{validity_only.tokens_per_pass:.2f} ({low:.2f} to {high:.2f})"
     full = tokens_per_pass_at(runs, ref, target, MEASURES, boot=50)
     assert full.tokens_per_pass == validity_only.tokens_per_pass  # validity fails first, at 2 tokens per pass
     lengths = tokens_per_pass_at(runs, ref, target, ("length",), boot=0)

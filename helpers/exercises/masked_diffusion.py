@@ -52,7 +52,8 @@ def check_tokens_per_step(fn) -> bool:
 
 PASS_HINT = (
     "probs (B, T, V), canvas (B, T), k, mask_id: take each position's most likely token and its probability, "
-    "and write it at the k most probable masked positions; return the new canvas (B, T)"
+    "and write it at the k most probable masked positions; return the new canvas (B, T). (torch's sort and "
+    "argsort take dim= by keyword when stable=True is given)"
 )
 MASK_ID, VOCAB, LENGTH = 7, 9, 12  # a mask id that is not 0 or the last id, as in real vocabularies
 

@@ -13,12 +13,13 @@ from helpers.matched_quality import Run, Sweep
 from helpers.matching import MEASURES, Target, tokens_per_pass_at
 from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
 
-SAMPLERS = {  # sampler -> (short name, colour): the figure's three orders
-    "random": ("random", ACCENT_COLOR),
-    "confidence": ("confidence", DLLM_COLOR),
-    "entropy": ("entropy", "#148f77"),
+SAMPLERS = {  # sampler -> (short name, colour): the figure's orders, coloured as in the rest of notebook 03
+    "random": ("random order", ACCENT_COLOR),
+    "confidence": ("confidence order", DLLM_COLOR),
+    "threshold (Fast-dLLM)": ("threshold", "black"),
+    "entropy": ("entropy order", "#b03a8f"),
 }
-SPLIT_SAMPLERS = ("random", "confidence", "threshold (Fast-dLLM)")
+SPLIT_SAMPLERS = ("random", "confidence", "threshold (Fast-dLLM)", "entropy")
 SHORT = {"threshold (Fast-dLLM)": "threshold", "confidence, blocks of 8": "blocks of 8",
          "ancestral (MDLM)": "MDLM", "threshold, entropy order": "threshold, entropy"}  # fmt: skip
 LIMIT_ROWS = ("random", "confidence", "confidence, blocks of 8", "threshold (Fast-dLLM)", "ancestral (MDLM)",
@@ -41,10 +42,11 @@ def _band(ax, measure: str, reference: Run, target: Target) -> None:
     ax.axhspan(low, high, color=AR_COLOR, alpha=0.12, lw=0)
 
 
-def _bracket(ax, x: float, y0: float, y1: float, text: str) -> None:
-    """A vertical double arrow from y0 to y1 at x, named on its right: one source of error."""
+def _bracket(ax, x: float, y0: float, y1: float, text: str, left: bool = False) -> None:
+    """A vertical double arrow from y0 to y1 at x, named beside it: one source of error."""
     ax.annotate("", (x, y1), (x, y0), arrowprops=dict(arrowstyle="<->", lw=1.2, color="black", shrinkA=0, shrinkB=0))
-    ax.annotate(text, (x, (y0 + y1) / 2), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8,
+    ax.annotate(text, (x, (y0 + y1) / 2), xytext=(-3 if left else 4, 0), textcoords="offset points", va="center",
+                ha="right" if left else "left", rotation=90 if left else 0, fontsize=8,
                 bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))  # fmt: skip
 
 
@@ -57,8 +59,8 @@ def draw_three_sources(exact: Sweep, trained: Sweep, reference: Run, target: Tar
     (colour) with the exact denoiser (solid) and the trained model (dashed), the language (dotted)
     and the AR model's quality (shaded). Vertical distances are the three sources of error; arrows
     name one of each. Length and gap are drawn where a setting has at least 50 valid documents."""
-    fig, axes = new_figure(ncols=3, figsize=(12, 4.2))
-    for ax, measure in zip(axes, MEASURES, strict=True):
+    fig, axes = new_figure(ncols=3, figsize=(12, 4.4))
+    for ax, measure, title in zip(axes, MEASURES, ("validity", "length", "diversity"), strict=True):
         _band(ax, measure, reference, target)
         ax.axhline(SCALE[measure] * truth(measure), color=TRUTH_COLOR, ls=":", lw=1.5)
         for name, (_, color) in SAMPLERS.items():
@@ -66,53 +68,64 @@ def draw_three_sources(exact: Sweep, trained: Sweep, reference: Run, target: Tar
                 runs = [r for r in curve(sweep, name) if measure == "validity" or r.valid.sum() >= 50]
                 points = [(r.tokens_per_pass, SCALE[measure] * value(r, measure)[0]) for r in runs]
                 ax.plot(*zip(*points, strict=True), style, color=color, marker="o", ms=3, lw=1.6)
-        ax.set(xscale="log", xlabel="tokens per pass (log scale)", title=MEASURE_LABELS[measure])
+        ax.set(xscale="log", xlabel="tokens per pass (log scale)", ylabel=MEASURE_LABELS[measure], xlim=(0.8, 9))
+        ax.set_title(title, loc="left", fontsize=10)
         ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
         ax.set_xticks([], minor=True)
-    axes[0].set(ylabel="%", ylim=(-3, 103))
+    axes[0].set(ylim=(-3, 103))
     axes[1].set(ylim=(2.9, 4.3))
     axes[2].set(ylim=(-2.4, 0.9))
-    _bracket(axes[0], 1.02, 100.0, _at(trained, "random", 1.0, "validity"), "model")
+    _bracket(axes[0], 0.9, 100.0, _at(trained, "random", 1.0, "validity"), "model", left=True)
     _bracket(axes[0], 2.0, 100.0, _at(exact, "random", 2.0, "validity"), "factorization")
-    _bracket(axes[1], 1.02, _at(exact, "random", 1.0, "length"), _at(exact, "confidence", 1.0, "length"), "selection")
+    _bracket(axes[1], 0.9, _at(exact, "random", 1.0, "length"), _at(exact, "confidence", 1.0, "length"),
+             "selection", left=True)  # fmt: skip
     handles = [axes[0].plot([], [], color=c, lw=2)[0] for _, c in SAMPLERS.values()]
-    handles += [axes[0].plot([], [], "k-")[0], axes[0].plot([], [], "k--")[0]]
+    handles += [axes[0].plot([], [], "-", color="#999999")[0], axes[0].plot([], [], "--", color="#999999")[0]]
     handles += [axes[0].plot([], [], ":", color=TRUTH_COLOR)[0]]
     handles += [axes[0].fill_between([], [], color=AR_COLOR, alpha=0.12, lw=0)]
-    names = [f"{label} order" for label, _ in SAMPLERS.values()]
+    names = [label for label, _ in SAMPLERS.values()]
     names += ["exact denoiser (a perfect model)", "trained diffusion model", "the language itself",
               "the AR model's quality, with its tolerance"]  # fmt: skip
     fig.legend(handles, names, loc="outside lower center", ncols=4, fontsize=9)
+    fig.suptitle("Solid: the exact denoiser, a perfect model; dashed: the trained model. Length and gap are drawn"
+                 " where a setting has 50 or more valid documents", x=0.01, ha="left", fontsize=9)  # fmt: skip
     return fig
 
 
-def _cell(pair: tuple[float, float], scale: float, digits: int) -> str:
-    """A difference, or '·' when it is within two standard errors of zero (not a finding)."""
+def _cell(pair: tuple[float, float], scale: float, digits: int, width: int) -> str:
+    """A difference, in parentheses when it is within two standard errors of zero (not a finding)."""
     v, se = pair
     if not math.isfinite(v):
-        return "-"
-    return "·" if abs(v) < 2 * se else f"{scale * v:+.{digits}f}"
+        return f"{'-':>{width}s}"
+    if v == 0:  # exactly: the same measurement subtracted from itself, or 100 % valid on both sides
+        return f"{'0':>{width}s}"
+    text = f"{scale * v:+.{digits}f}"
+    return f"{f'({text})' if abs(v) < 2 * se else text:>{width}s}"
 
 
-def split_table(exact: Sweep, trained: Sweep, rates=(1.0, 2.0, 4.0), samplers=SPLIT_SAMPLERS) -> str:
-    """For each sampler and rate, the shortfall against the language on each measure as model +
-    factorization + selection ('·': within two standard errors of zero; '-': no valid document)."""
+def split_table(exact: Sweep, trained: Sweep, rates=(1.0, 2.0), samplers=SPLIT_SAMPLERS) -> str:
+    """For each sampler and rate, each measure's trained value and its shortfall against the
+    language as model + factorization + selection. The three add up to trained - language by
+    construction (each is a difference of two measured values); '(x)': within two standard errors
+    of zero; '-': no valid document at that rate (or next to it, where a value is interpolated)."""
     digits = {"validity": 1, "length": 2, "diversity": 2}
-    head = {"validity": "valid (points)", "length": "sentences", "diversity": "gap (bits)"}
+    head = {"validity": "valid documents (%)", "length": "sentences per document", "diversity": "gap (bits)"}
     lines = [
-        "the trained model's shortfall against the language = model + factorization + selection",
-        f"{'':13s} {'tokens':>6s}" + "".join(f"  {head[m]:^23s}" for m in MEASURES),
-        f"{'sampler':13s} {'a pass':>6s}" + "  model  factor.  select." * len(MEASURES),
+        "trained model - language = model + factorization + selection (by construction); (x): within 2 s.e. of 0",
+        f"{'':17s}" + "".join(f" {head[m]:^31s}" for m in MEASURES),
+        f"{'sampler':13s} {'tok':>3s}" + " trained   model    fact.    sel." * len(MEASURES),
+        f"{'the language':17s}" + "".join(f" {SCALE[m] * truth(m):7.{digits[m]}f}{'':24s}" for m in MEASURES),
     ]
     for sampler in samplers:
         for rate in rates:
             cells = []
             for m in MEASURES:
                 s = three_way_split(exact, trained, sampler, rate, m)
-                parts = (s.model, s.factorization, s.selection)
-                text = [_cell(p, SCALE[m], digits[m]) for p in parts]
-                cells.append(f"{text[0]:>7s}{text[1]:>9s}{text[2]:>9s}")
-            lines.append(f"{short(sampler):13s} {rate:6.0f}" + "".join(f" {c}" for c in cells))
+                mine = SCALE[m] * (s.total + truth(m))
+                parts = [_cell(p, SCALE[m], digits[m], 8) for p in (s.model, s.factorization, s.selection)]
+                shown = f"{mine:7.{digits[m]}f}" if math.isfinite(mine) else f"{'-':>7s}"
+                cells.append(f" {shown}" + "".join(parts))
+            lines.append(f"{short(sampler):13s} {rate:3.0f}" + "".join(cells))
     return "\n".join(lines)
 
 
@@ -122,7 +135,7 @@ def limit_table(exact: Sweep, trained: Sweep, reference: Run, target: Target, ro
     interpolated rate and its plausible range (the bootstrap's 2.5th to 97.5th percentiles), or
     every measure on which even the slowest setting fails."""
     lines = [
-        "tokens per pass at the AR model's quality on all three measures [95 % bootstrap range]",
+        "tokens per pass at the AR model's quality on all three measures (95 % bootstrap range)",
         f"{'sampler':19s} {'exact denoiser':>36s} {'trained model':>36s}",
     ]
     for name in rows:

@@ -251,10 +251,11 @@ def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure
     wide.set(xlim=(2.98, 4.3), ylim=(-2.2, 1))
     wide.set_title("Length and diversity (dot size: validity; labels: tokens per pass)", loc="left", fontsize=10)
     near.set(xlim=zoom[:2], ylim=zoom[2:], xlabel="sentences per valid document", ylabel="within-sentence gap (bits)")
-    near.set_title("Zoom on the dashed box; shaded: matches AR at T = 1 on both", loc="left", fontsize=10)
+    near.set_title("Zoom on the dashed box; shaded: matches AR at T = 1", loc="left", fontsize=10)
     handles, names = wide.get_legend_handles_labels()
     sizes, size_names = near.get_legend_handles_labels()
-    fig.legend(handles + sizes[-3:], names + size_names[-3:], loc="outside lower center", ncols=5, fontsize=8)
+    fig.legend(handles, names, loc="outside lower left", ncols=4, fontsize=8)
+    fig.legend(sizes[-3:], size_names[-3:], loc="outside lower right", ncols=3, fontsize=8)  # dot size: validity
     fig.canvas.draw()  # the layout first: the labels are placed in display space
     for ax in (wide, near):
         ordered = [label[1:] for label in sorted(labels[ax], key=lambda label: label[0])]  # stable: by rate after
@@ -263,9 +264,9 @@ def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure
 
 
 def at_quality(runs: list[Run], reference: Run, target: Target, measures) -> str:
-    """Tokens per pass at the target on `measures`, with its bracket when it has one."""
+    """Tokens per pass at the target on `measures`, with the two settings it lies between."""
     at = tokens_per_pass_at(runs, reference, target, measures)
-    return f"{at}" + (f" [{at.bracket[0]:.2f}, {at.bracket[1]:.2f}]" if at.bracket else "")
+    return f"{at}" + (f", settings {at.bracket[0]:.2f}-{at.bracket[1]:.2f}" if at.bracket else "")
 
 
 def matched_table(sweep: Sweep, target: Target) -> str:
