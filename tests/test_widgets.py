@@ -311,3 +311,18 @@ def test_model_widgets_name_what_is_allowed():
     with pytest.raises(ValueError, match="trace must be the SideBySide"):
         draw_side_by_side_step(plt.figure(), None, 0)
     plt.close("all")
+
+
+# ---------------------------------------------------------------------------- in a static viewer
+
+
+def test_every_widget_reads_as_a_pointer_to_its_static_figure_without_a_kernel():
+    """A static viewer shows a widget's text form: it must say what it is, not list its children."""
+    from helpers.widgets import latency_explorer_widget
+    from helpers.widgets.stepper import STATIC_TEXT
+
+    for widget in (typewriter_widget(), latency_explorer_widget()):
+        bundle = widget._repr_mimebundle_()
+        assert bundle["text/plain"] == STATIC_TEXT and "VBox" not in bundle["text/plain"]
+        assert "application/vnd.jupyter.widget-view+json" in bundle  # live where a kernel runs
+    plt.close("all")

@@ -14,6 +14,7 @@ from helpers.costs import DTYPES, MODEL_SHAPES, model_shape
 from helpers.hardware import get_hardware, load_hardware_table
 from helpers.latency import EXPLORER_BLOCK, LatencyCurves, latency_curves
 from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, use_course_style
+from helpers.widgets.stepper import LiveBox
 
 EXPLORER_CACHES = {"none (LLaDA: full canvas every pass)": None, "dual cache, blocks of 32 (Fast-dLLM)": "dual"}
 EXPLORER_DEFAULTS = dict(
@@ -134,7 +135,7 @@ def latency_explorer_widget(
     output = widgets.Output()
     controls = [hardware_box, model_box, dllm_box, dtype_box, batch_slider, steps_slider, n_max_slider, cache_box]
     rows = [widgets.HBox(controls[:3]), dtype_box, widgets.HBox(controls[4:7]), cache_box]
-    box = widgets.VBox([*rows, output])
+    box = LiveBox([*rows, output])
     box.hardware_box, box.model_box, box.dllm_box = hardware_box, model_box, dllm_box
     box.dtype_box, box.cache_box = dtype_box, cache_box
     box.batch_slider, box.steps_slider, box.n_max_slider, box.output = batch_slider, steps_slider, n_max_slider, output

@@ -11,6 +11,15 @@ from helpers.plotting import use_course_style
 from helpers.validation import check_int
 
 MAX_SEED = 1_000_000  # the seed box's upper bound
+STATIC_TEXT = "(an interactive widget: it runs in a live notebook; the figure above is its starting state)"
+
+
+class LiveBox(widgets.VBox):
+    """A VBox whose plain-text form, the one a static viewer shows (GitHub, nbviewer, a notebook
+    opened without its kernel), says what it is instead of listing its children."""
+
+    def __repr__(self) -> str:
+        return STATIC_TEXT
 
 
 def stepper_widget(make_trace, draw, seed: int, step: int, last_step, label: str = "step") -> widgets.VBox:
@@ -35,7 +44,7 @@ def stepper_widget(make_trace, draw, seed: int, step: int, last_step, label: str
     step_slider = widgets.IntSlider(value=step, min=0, max=last_step(trace), description=label)
     seed_box = widgets.BoundedIntText(value=seed, min=0, max=MAX_SEED, description="seed")
     output = widgets.Output()
-    box = widgets.VBox([widgets.HBox([step_slider, seed_box]), output])
+    box = LiveBox([widgets.HBox([step_slider, seed_box]), output])
     box.step_slider, box.seed_box, box.output = step_slider, seed_box, output
     box.trace, box.figure, box.error = trace, None, None
 
