@@ -88,6 +88,11 @@ def check_logits(logits) -> None:
         raise ValueError("logits must have at least one token (V >= 1)")
 
 
+def _check_prompt(prompt) -> None:
+    if not isinstance(prompt, torch.Tensor) or prompt.dtype != torch.long or prompt.dim() != 2 or prompt.size(1) < 1:
+        raise ValueError("prompt must be an int64 tensor of shape (B, T0) with T0 >= 1")
+
+
 @torch.inference_mode()
 def generate(
     model: Transformer,
@@ -107,8 +112,7 @@ def generate(
     """
     if not isinstance(model, Transformer) or not model.config.causal:
         raise ValueError("generate needs a causal helpers.model.Transformer (ModelConfig(causal=True))")
-    if not isinstance(prompt, torch.Tensor) or prompt.dtype != torch.long or prompt.dim() != 2 or prompt.size(1) < 1:
-        raise ValueError("prompt must be an int64 tensor of shape (B, T0) with T0 >= 1")
+    _check_prompt(prompt)
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", minimum=0)
     if eos_id is not None:
         eos_id = check_int(eos_id, "eos_id (None: no early stop)", 0, model.config.vocab_size - 1)
@@ -173,3 +177,33 @@ def sampled_log2prob(
     log_q = torch.log_softmax(flat.double() / temperature, dim=-1).view(B, -1, logits.size(-1))  # (B, n, V)
     written = tokens[:, prompt_length:, None]  # (B, n, 1)
     return log_q.gather(-1, written).squeeze(-1).sum(dim=1) / math.log(2)  # (B,)
+
+
+@torch.no_grad()
+def decode_with_attention(model: Transformer, attend, prompt: torch.Tensor, n_new: int) -> torch.Tensor:
+    """Greedy decoding with a KV cache in which every layer's attention is `attend`, a function
+    attend(q, k_new, v_new, cache_k, cache_v, start) -> (B, H, T, hd) that writes the new keys
+    and values into its caches (B, H, max_len, hd) and attends over positions 0 .. start + T - 1
+    (notebook 02's exercise). The rest is the model's own: embeddings, projections, MLPs, head.
+    Slots not yet written hold NaN, so an attention that reads them shows it."""
+    if not isinstance(model, Transformer) or not model.config.causal:
+        raise ValueError("model must be a causal helpers.model.Transformer")
+    if not callable(attend):
+        raise ValueError(f"attend must be a function attend(q, k_new, v_new, cache_k, cache_v, start), got {attend!r}")
+    _check_prompt(prompt)
+    n_new = check_int(n_new, "n_new", 0, model.config.max_len - prompt.size(1))
+    cfg, (B, _) = model.config, prompt.shape
+    H, hd = cfg.n_head, cfg.head_dim
+    caches = [tuple(torch.full((B, H, cfg.max_len, hd), float("nan")) for _ in "kv") for _ in model.blocks]
+    seq, step, start = prompt, prompt, 0
+    for _ in range(n_new):
+        T = step.size(1)
+        x = model.tok_emb(step) + model.pos_emb(torch.arange(start, start + T))  # (B, T, C)
+        for block, (cache_k, cache_v) in zip(model.blocks, caches, strict=True):
+            q, k, v = block.attn.qkv(block.ln1(x)).view(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)  # (B, H, T, hd) each
+            y = attend(q, k, v, cache_k, cache_v, start)  # (B, H, T, hd)
+            x = x + block.attn.proj(y.transpose(1, 2).reshape(B, T, H * hd))  # (B, T, C)
+            x = x + block.mlp(block.ln2(x))
+        token = model.head(model.ln_f(x))[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1) greedy
+        seq, step, start = torch.cat([seq, token], dim=1), token, start + T
+    return seq

@@ -18,7 +18,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHECKS = {  # exercise -> (notebook, check)
     "sample_sentence": ("01_chain_rule", exercises.check_sample_sentence),
     "sentence_log2prob": ("01_chain_rule", exercises.check_sentence_log2prob),
-    "decode_cached": ("02_ar_decoder", exercises.check_decode_cached),
+    "attend_with_cache": ("02_ar_decoder", exercises.check_attend_with_cache),
     "top_p_filter": ("02_ar_decoder", exercises.check_top_p_filter),
     "tokens_per_step": ("03_masked_diffusion", exercises.check_tokens_per_step),
     "commit_most_confident": ("03_masked_diffusion", exercises.check_commit_most_confident),
@@ -152,47 +152,46 @@ def probability_not_log(lang, ids):
     return 2 ** solutions.sentence_log2prob(lang, ids)
 
 
-@torch.no_grad()
-def naive_loop(model, prompt, n_new):
-    seq = prompt
-    for _ in range(n_new):
-        seq = torch.cat([seq, model(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return seq
+def _attention(
+    q, k_new, v_new, cache_k, cache_v, start, *, write=True, upto=None, mask="causal", scale=True, merge=False
+):
+    """attend_with_cache with one usual mistake switched on."""
+    T = q.size(2)
+    if write:
+        cache_k[:, :, start : start + T], cache_v[:, :, start : start + T] = k_new, v_new
+    S = start + T if upto is None else upto
+    k, v = (cache_k[:, :, :S], cache_v[:, :, :S]) if write else (k_new, v_new)
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale else 1.0)
+    if mask == "causal":
+        scores = scores.masked_fill(torch.arange(k.size(2)) > torch.arange(start, start + T)[:, None], float("-inf"))
+    elif mask == "no offset":
+        scores = scores.masked_fill(torch.arange(k.size(2)) > torch.arange(T)[:, None], float("-inf"))
+    out = scores.softmax(dim=-1) @ v
+    return out.transpose(1, 2).reshape(q.size(0), T, -1) if merge else out
 
 
-@torch.no_grad()
-def one_pass_too_many(model, prompt, n_new):
-    cache = model.new_cache(prompt.size(0))
-    model(prompt, cache=cache)  # a separate prefill pass, then n_new more
-    seq, step_input = prompt, prompt[:, -1:]
-    cache.length -= 1
-    for _ in range(n_new):
-        token = model(step_input, cache=cache)[:, -1].argmax(-1, keepdim=True)
-        seq, step_input = torch.cat([seq, token], dim=1), token
-    return seq
+def cache_not_written(*args):  # attends over the new keys only, the cache left as it was
+    return _attention(*args, write=False)
 
 
-@torch.no_grad()
-def sampled_not_greedy(model, prompt, n_new):
-    cache, seq, step_input = model.new_cache(prompt.size(0)), prompt, prompt
-    generator = torch.Generator().manual_seed(0)
-    for _ in range(n_new):
-        probs = model(step_input, cache=cache)[:, -1].softmax(-1)
-        token = torch.multinomial(probs, 1, generator=generator)
-        seq, step_input = torch.cat([seq, token], dim=1), token
-    return seq
+def whole_cache(*args):  # every slot of the cache, written or not
+    return _attention(*args, upto=args[3].size(2), mask="none")
 
 
-def new_tokens_only(model, prompt, n_new):
-    return solutions.decode_cached(model, prompt, n_new)[:, prompt.size(1) :]
+def no_mask(*args):
+    return _attention(*args, mask="none")
 
 
-@torch.no_grad()
-def whole_prefix_into_the_cache(model, prompt, n_new):
-    cache, seq = model.new_cache(prompt.size(0)), prompt
-    for _ in range(n_new):
-        seq = torch.cat([seq, model(seq, cache=cache)[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return seq
+def mask_without_start(*args):
+    return _attention(*args, mask="no offset")
+
+
+def unscaled(*args):
+    return _attention(*args, scale=False)
+
+
+def heads_merged(*args):
+    return _attention(*args, merge=True)
 
 
 def _sorted_nucleus(drop_rule):
@@ -278,6 +277,20 @@ bonus_from_the_first_row = _rule(bonus_row=0)
 every_draft_kept = _rule(accept_all=True)
 
 
+def no_bonus(p, q, drafted, generator=None):  # every draft accepted, and nothing added
+    written = solutions.verify_draft(p, q, drafted, generator)
+    return written[:-1] if len(written) == len(drafted) + 1 else written
+
+
+def ratio_upside_down(p, q, drafted, generator=None):  # kept with probability min(1, q/p)
+    for i, x in enumerate(drafted):
+        if torch.rand((), generator=generator, dtype=torch.float64) < q[i, x] / p[i, x]:
+            continue
+        fix = (p[i] - q[i]).clamp(min=0)
+        return [*drafted[:i], int(torch.multinomial(fix / fix.sum(), 1, generator=generator))]
+    return [*drafted, int(torch.multinomial(p[-1], 1, generator=generator))]
+
+
 WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("sample_sentence", greedy_sentence, "are the same sentence"),
     ("sample_sentence", uniform_sentence, "sampling noise alone gives"),
@@ -289,11 +302,12 @@ WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("sentence_log2prob", natural_log, "natural log"),
     ("sentence_log2prob", no_early_stop, "return -math.inf as soon as a factor is 0"),
     ("sentence_log2prob", probability_not_log, "return its log2"),
-    ("decode_cached", naive_loop, "as the naive loop does"),
-    ("decode_cached", one_pass_too_many, "33 forward passes for 32 new tokens"),
-    ("decode_cached", sampled_not_greedy, "argmax"),
-    ("decode_cached", new_tokens_only, "the prompt followed by the new tokens"),
-    ("decode_cached", whole_prefix_into_the_cache, "only the newest token"),
+    ("attend_with_cache", cache_not_written, "the cache does not hold the new keys"),
+    ("attend_with_cache", whole_cache, "it read cache slots not written yet"),
+    ("attend_with_cache", no_mask, "no causal mask within the pass"),
+    ("attend_with_cache", mask_without_start, "the mask ignores `start`"),
+    ("attend_with_cache", unscaled, "scale the scores by 1/sqrt(hd)"),
+    ("attend_with_cache", heads_merged, "before heads are merged"),
     ("top_p_filter", cumulative_includes_itself, "the most likely token is always kept"),
     ("top_p_filter", strictly_greater_at_the_boundary, "(>= p: drop)"),
     ("top_p_filter", ties_split_by_sort_order, "kept or dropped together"),
@@ -306,18 +320,23 @@ WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("commit_most_confident", topk_on_ties, "the leftmost position wins"),
     ("commit_most_confident", wrong_tokens, "most likely token"),
     ("commit_most_confident", k_over_the_batch, "in every row"),
-    ("predicted_step_seconds", lambda w, kv, bw: w / bw, "add its bytes"),
+    ("predicted_step_seconds", lambda w, kv, bw: w / bw, "its bytes count"),
     ("predicted_step_seconds", lambda w, kv, bw: 1e3 * (w + kv) / bw, "return seconds"),
-    ("predicted_step_seconds", lambda w, kv, bw: (w + kv) * bw, "divide the bytes by it"),
-    ("crossover_width", lambda peak, bw, b: peak * b / bw, "divide by 2"),
+    ("predicted_step_seconds", lambda w, kv, bw: (w + kv) * bw, "a shorter step"),
+    ("crossover_width", lambda peak, bw, b: peak * b / bw, "a multiply and an add"),
     ("crossover_width", lambda peak, bw, b: peak / bw, "that is the ridge point"),
     ("crossover_width", lambda peak, bw, b: 2 * bw / (peak * b), "upside down"),
+    ("crossover_width", lambda peak, bw, b: peak / (2 * bw * b), "on the wrong side"),
     ("verify_draft", fix_from_p, "not from p"),
     ("verify_draft", bonus_from_the_first_row, "the target's last row"),
     ("verify_draft", every_draft_kept, "every draft is kept"),
+    ("verify_draft", no_bonus, "one more token, the bonus"),
+    ("verify_draft", ratio_upside_down, "the ratio is upside down"),
     ("acceptance_rate", lambda p, q: 1 - np.minimum(p, q).sum(-1), "the total variation"),
     ("acceptance_rate", lambda p, q: np.maximum(p, q).sum(-1), "the smaller of p and q"),
     ("acceptance_rate", lambda p, q: np.minimum(p, q).sum(), "the last axis only"),
+    ("acceptance_rate", lambda p, q: np.minimum(1, p / q).sum(-1), "weight each token's chance"),
+    ("acceptance_rate", lambda p, q: (p * q).sum(-1), "two independent draws"),
 ]
 
 

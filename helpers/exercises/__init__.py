@@ -3,7 +3,7 @@ truth, prints one short report (✓ with a measured number, or ✗ with the prop
 and a hint) and returns True or False. An unfilled stub is reported as not attempted yet.
 The reference solutions are in helpers.solutions."""
 
-from helpers.exercises.ar_decoding import check_decode_cached, check_top_p_filter
+from helpers.exercises.ar_decoding import check_attend_with_cache, check_top_p_filter
 from helpers.exercises.chain_rule import check_sample_sentence, check_sentence_log2prob
 from helpers.exercises.masked_diffusion import check_commit_most_confident, check_tokens_per_step
 from helpers.exercises.roofline import check_crossover_width, check_predicted_step_seconds
@@ -11,9 +11,9 @@ from helpers.exercises.speculative import check_acceptance_rate, check_verify_dr
 
 __all__ = [
     "check_acceptance_rate",
+    "check_attend_with_cache",
     "check_commit_most_confident",
     "check_crossover_width",
-    "check_decode_cached",
     "check_predicted_step_seconds",
     "check_sample_sentence",
     "check_sentence_log2prob",

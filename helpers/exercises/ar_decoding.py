@@ -1,5 +1,6 @@
-"""Checks for notebook 02: the KV-cached greedy loop, against helpers.ar.generate with its
-forward passes counted, and the nucleus (top-p) filter, on its boundary cases."""
+"""Checks for notebook 02: attention over a KV cache, pass by pass against causal attention over
+the whole sequence and then inside the trained model, and the nucleus (top-p) filter, on its
+boundary cases."""
 
 from __future__ import annotations
 
@@ -8,76 +9,96 @@ from functools import cache
 
 import torch
 
-from helpers.ar import generate, top_p_filter
+from helpers.ar import decode_with_attention, generate, top_p_filter
 from helpers.checkpoints import load_pretrained
 from helpers.exercises.report import Failed, call, run_check
-from helpers.model import count_passes
 from helpers.toylang import LANG
-from helpers.train import held_out_documents
 
-CACHE_HINT = (
-    "cache = model.new_cache(B); the first pass reads the whole prompt with cache=cache, every later pass "
-    "only the newest token (B, 1); take the argmax at the last position"
+ATTEND_HINT = (
+    "write k_new and v_new into cache_k and cache_v at positions start .. start + T - 1 (in place), then return "
+    "(B, H, T, hd): each new position's attention over the cached positions up to and including its own"
 )
+SCHEDULE = ((0, 5), (5, 1), (6, 1), (7, 1), (8, 2), (10, 3))  # (start, T): a prompt of 5, single tokens, blocks
 
 
-@cache
-def _cases() -> list[tuple[str, torch.Tensor, int]]:
-    docs = torch.as_tensor(held_out_documents(8))  # (8, 33)
-    return [
-        ("<bos> alone, 32 new tokens", torch.tensor([[LANG.bos_id]]), 32),
-        ("a batch of 3 prompts of 5 tokens, 12 new tokens", docs[:3, :5].clone(), 12),
-        ("a batch of 2 prompts of 9 tokens, 1 new token", docs[3:5, :9].clone(), 1),
-    ]
+def causal_attention(q, k, v, scale: bool = True) -> torch.Tensor:
+    """Exact truth: causal attention of a whole sequence (B, H, S, hd), every position at once."""
+    S = q.size(2)
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale else 1.0)  # (B, H, S, S)
+    future = torch.ones(S, S, dtype=torch.bool).triu(diagonal=1)  # (S, S) True where s > t
+    return scores.masked_fill(future, float("-inf")).softmax(dim=-1) @ v  # (B, H, S, hd)
 
 
-def _cached_report(fn) -> str:
+def _attend_mistake(q, k, v, start: int, T: int) -> dict[str, torch.Tensor]:
+    """The outputs of the usual mistakes for the new positions, each with its hint."""
+    S = start + T
+    qs, ks, vs = q[:, :, start:S], k[:, :, :S], v[:, :, :S]
+    scores = qs @ ks.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
+    candidates = {
+        "no causal mask within the pass: a new position saw the new positions after it": scores.softmax(-1) @ vs,
+        "the mask ignores `start`: new position i is position start + i of the sequence": scores.masked_fill(
+            torch.arange(S) > torch.arange(T)[:, None], float("-inf")
+        ).softmax(-1)
+        @ vs,
+        "scale the scores by 1/sqrt(hd), hd = the size of one head (the last dimension)": causal_attention(
+            q[:, :, :S], ks, vs, scale=False
+        )[:, :, start:S],
+    }
+    return candidates
+
+
+def _attend_report(fn) -> str:
+    generator = torch.Generator().manual_seed(0)
+    B, H, max_len, hd = 2, 3, 16, 4
+    q, k, v = (torch.randn(B, H, 13, hd, generator=generator, dtype=torch.float64) for _ in range(3))
+    truth = causal_attention(q, k, v)  # (B, H, 13, hd)
+    cache_k, cache_v = (torch.full((B, H, max_len, hd), float("nan"), dtype=torch.float64) for _ in range(2))
+    for start, T in SCHEDULE:
+        case = f"{T} new position{'s' if T > 1 else ''} at start = {start}"
+        new = slice(start, start + T)
+        got = call(fn, q[:, :, new].clone(), k[:, :, new].clone(), v[:, :, new].clone(), cache_k, cache_v, start,
+                   case=case, hint=ATTEND_HINT)  # fmt: skip
+        if not (torch.equal(cache_k[:, :, new], k[:, :, new]) and torch.equal(cache_v[:, :, new], v[:, :, new])):
+            raise Failed(
+                f"the cache does not hold the new keys and values at positions {start} .. {start + T - 1} ({case})",
+                "write them into cache_k and cache_v in place (cache_k[:, :, a:b] = ...), at start .. start + T - 1",
+            )
+        if not (cache_k[:, :, start + T :].isnan().all() and cache_v[:, :, start + T :].isnan().all()):
+            raise Failed(
+                f"wrote into the cache beyond position {start + T - 1} ({case})", "write T positions, at start"
+            )
+        if not isinstance(got, torch.Tensor) or got.shape != (B, H, T, hd):
+            raise Failed(
+                f"returned {type(got).__name__} {tuple(getattr(got, 'shape', ()))}, expected (B, H, T, hd) = "
+                f"{(B, H, T, hd)} ({case})",
+                "return one output vector per head and new position, before heads are merged",
+            )
+        if got.isnan().any():
+            raise Failed(
+                f"the output holds NaN: it read cache slots not written yet, which hold NaN here ({case})",
+                "attend over positions 0 .. start + T - 1 only, not the whole cache",
+            )
+        if not torch.allclose(got, truth[:, :, new], rtol=1e-9, atol=1e-12):
+            for hint, wrong in _attend_mistake(q, k, v, start, T).items():
+                if torch.allclose(got, wrong, rtol=1e-9, atol=1e-12):
+                    raise Failed(f"the output differs from causal attention over the whole sequence ({case})", hint)
+            raise Failed(f"the output differs from causal attention over the whole sequence ({case})", ATTEND_HINT)
     model = load_pretrained("ar")
-    counted = []
-    for case, prompt, n_new in _cases():
-        B, T0 = prompt.shape
-        expected = generate(model, prompt, n_new, temperature=0)  # (B, T0 + n_new)
-        with count_passes(model) as counter, torch.no_grad():
-            got = call(fn, model, prompt.clone(), n_new, case=case, hint=CACHE_HINT)
-        if not isinstance(got, torch.Tensor):
-            raise Failed(
-                f"returned {type(got).__name__}, not a tensor ({case})", "return the token ids (B, T0 + n_new)"
-            )
-        if got.shape == (B, n_new) and n_new != T0 + n_new:
-            raise Failed(f"returned shape {tuple(got.shape)} ({case})", "return the prompt followed by the new tokens")
-        if got.shape != expected.shape:
-            raise Failed(f"returned shape {tuple(got.shape)}, expected {tuple(expected.shape)} ({case})", CACHE_HINT)
-        if not torch.equal(got.cpu().long(), expected):
-            col = int((got.cpu().long() != expected).any(dim=0).nonzero()[0])
-            raise Failed(
-                f"tokens differ from generate(..., temperature=0) from position {col} on ({case})",
-                "greedy decoding takes logits[:, -1].argmax(-1) at every step; the first T0 columns are the prompt",
-            )
-        naive = B * sum(T0 + j for j in range(n_new))  # the whole prefix at every step
-        cached = B * (T0 + n_new - 1) if n_new else 0  # the prompt once, then one token per pass
-        if counter.n != n_new:
-            raise Failed(f"{counter.n} forward passes for {n_new} new tokens ({case})", "one pass per new token")
-        if counter.positions == naive != cached:
-            raise Failed(
-                f"the network read {counter.positions:,} positions, as the naive loop does; a cached loop reads "
-                f"{cached:,} ({case})",
-                "pass cache= to every call and feed only the newest token after the first pass",
-            )
-        if counter.positions != cached:
-            raise Failed(
-                f"the network read {counter.positions:,} positions; a cached loop reads {cached:,} ({case})", CACHE_HINT
-            )
-        counted.append((n_new, cached, naive))
-    n_new, cached, naive = counted[0]
+    prompt = torch.tensor([[LANG.bos_id]])
+    mine = decode_with_attention(model, fn, prompt, 32)
+    if not torch.equal(mine, generate(model, prompt, 32, temperature=0)):
+        raise Failed("inside the trained model, greedy decoding wrote other tokens than generate(...)", ATTEND_HINT)
     return (
-        f"tokens identical to generate(..., temperature=0) on {len(counted)} prompts; for 32 new tokens after "
-        f"<bos>: {n_new} passes reading {cached} positions (the naive loop reads {naive})"
+        f"the same outputs as causal attention over the whole sequence in {len(SCHEDULE)} passes (a prompt of 5, "
+        "single tokens, blocks of 2 and 3), the cache written in place; inside the trained model, 32 greedy tokens "
+        "identical to generate(..., temperature=0)"
     )
 
 
-def check_decode_cached(fn) -> bool:
-    """Run `fn(model, prompt, n_new)` on the shipped AR model and count its passes and positions."""
-    return run_check("decode_cached", fn, _cached_report)
+def check_attend_with_cache(fn) -> bool:
+    """Run `fn(q, k_new, v_new, cache_k, cache_v, start)` pass after pass against causal attention over the
+    whole sequence, then inside every layer of the shipped AR model."""
+    return run_check("attend_with_cache", fn, _attend_report)
 
 
 def _probs(*values: float) -> torch.Tensor:

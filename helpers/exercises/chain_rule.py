@@ -16,8 +16,8 @@ NOISE_REPLICAS = 40  # exact samplers of the same size, for the expected TV
 CALLS_PER_SENTENCE = 4 * (LANG.width + 1)  # a loop that asks more often than this does not stop
 KINDS = {"statement": None, "question": ("do", "does"), "travel": ("alice", "bob", "carol", "dave")}
 SAMPLE_HINT = (
-    "draw each token with probability lang.next_token_probs(prefix)[token], prefix = every token drawn so far "
-    "(e.g. rng.choice(len(probs), p=probs)); not the most likely one, not uniformly among the allowed ones"
+    "draw each token with exactly the probability lang.next_token_probs(prefix) gives it, prefix = every token "
+    "drawn so far, every draw from rng; not the most likely token, not uniformly among the allowed ones"
 )
 
 

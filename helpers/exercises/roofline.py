@@ -14,7 +14,10 @@ STEP_CASES = [  # (what, weight bytes, KV bytes, bandwidth in bytes/s)
     ("no KV cache yet", 2e9, 0.0, 1e12),
     ("a tiny model in a slow memory", 3.3e6, 0.4e6, 5e9),
 ]
-STEP_HINT = "a memory-bound step takes (bytes it must read) / (bytes per second): weights and KV cache together"
+STEP_HINT = (
+    "section 2 says what sets the time of a memory-bound kernel; count everything the step reads "
+    "(bytes in, bytes per second in, seconds out)"
+)
 WIDTH_CASES = [  # (what, peak FLOP/s, bandwidth in bytes/s, bytes per weight)
     ("an H100 in bf16", 989e12, 3.35e12, 2),
     ("an A100 in bf16", 312e12, 2.039e12, 2),
@@ -22,8 +25,8 @@ WIDTH_CASES = [  # (what, peak FLOP/s, bandwidth in bytes/s, bytes per weight)
     ("a GPU with int8 weights", 1979e12, 3.35e12, 1),
 ]
 WIDTH_HINT = (
-    "a pass over W positions does 2 W FLOPs per weight (a multiply and an add for each position) and reads "
-    "bytes_per_weight bytes per weight once; set W-pass arithmetic time equal to read time and solve for W"
+    "W* is the width at which a pass's arithmetic takes as long as reading its weights once: write both "
+    "times for one weight in a pass over W positions and solve for W"
 )
 
 
@@ -47,15 +50,16 @@ def _step_report(fn, cost=None, bandwidth=None, measured_s=None) -> str:
         if _close(got, 1e3 * expected):
             hint = "that is milliseconds: return seconds"
         elif _close(got, weights / bandwidth_case):
-            hint = "the KV cache is read at every step too: add its bytes"
+            hint = "the KV cache is read at every step too: its bytes count as well as the weights'"
         elif _close(got, (weights + kv) * bandwidth_case):
-            hint = "bandwidth is bytes per second: divide the bytes by it"
+            hint = "more bandwidth must mean a shorter step: check what you did with bytes per second"
         else:
             hint = STEP_HINT
         raise Failed(f"{got:.4g} s for {case}; the roofline says {expected:.4g} s", hint)
-    report = f"agrees with (weights + KV bytes) / bandwidth in {len(STEP_CASES)} cases"
+    case, weights, kv, bandwidth_case = STEP_CASES[0]
+    report = f"matches the roofline in {len(STEP_CASES)} cases"
     if cost is None or bandwidth is None or measured_s is None:
-        return report
+        return report + f", e.g. {1e3 * predicted_step_seconds(weights, kv, bandwidth_case):.1f} ms for {case}"
     mine = _number(call(fn, cost.weight_bytes, cost.kv_bytes, bandwidth, case="this machine", hint=STEP_HINT), "")
     off = mine / measured_s - 1
     report += f"; here it predicts {1e3 * mine:.1f} ms against {1e3 * measured_s:.1f} ms measured ({100 * off:+.0f} %)"
@@ -72,29 +76,39 @@ def check_predicted_step_seconds(fn, *, cost=None, bandwidth: float | None = Non
     return run_check("predicted_step_seconds", fn, lambda f: _step_report(f, cost, bandwidth, measured_s))
 
 
-def _width_report(fn) -> str:
-    for case, peak, bandwidth, bytes_per_weight in WIDTH_CASES:
-        got = _number(call(fn, peak, bandwidth, bytes_per_weight, case=case, hint=WIDTH_HINT), case)
-        expected = crossover_width(peak, bandwidth, bytes_per_weight)
+def _width_report(fn, peak_flops=None, bandwidth=None) -> str:
+    for case, peak, bandwidth_case, bytes_per_weight in WIDTH_CASES:
+        got = _number(call(fn, peak, bandwidth_case, bytes_per_weight, case=case, hint=WIDTH_HINT), case)
+        expected = crossover_width(peak, bandwidth_case, bytes_per_weight)
         if _close(got, expected):
             continue
         if _close(got, 2 * expected):
-            hint = "each weight costs 2 FLOPs per position (a multiply and an add): divide by 2"
-        elif _close(got, peak / bandwidth):
-            hint = "that is the ridge point in FLOP per byte; a position brings 2 / bytes_per_weight FLOP per byte"
+            hint = "count the FLOPs one weight costs per position: a multiply and an add"
+        elif _close(got, peak / bandwidth_case):
+            hint = (
+                "that is the ridge point, in FLOP per byte; W* counts positions: how many FLOP per byte of "
+                "weights does each position of the pass add?"
+            )
         elif _close(got, 1 / expected):
-            hint = "upside down: more FLOP/s per byte/s means more positions before the pass is compute-bound"
+            hint = "upside down: a machine with more FLOP/s per byte/s stays memory-bound over more positions"
+        elif _close(got, peak / (2 * bandwidth_case * bytes_per_weight)):
+            hint = "bytes_per_weight is on the wrong side: more bytes to read per weight leave time for more positions"
         else:
             hint = WIDTH_HINT
         raise Failed(f"{got:.4g} positions for {case}; the roofline says {expected:.4g}", hint)
     h100 = crossover_width(*WIDTH_CASES[0][1:])
-    cpu = crossover_width(*WIDTH_CASES[2][1:])
-    return (
-        f"agrees with W* = peak x bytes per weight / (2 x bandwidth) on {len(WIDTH_CASES)} machines: "
-        f"{h100:.0f} positions on an H100 in bf16, {cpu:.0f} on a 2-core CPU in fp32"
+    report = (
+        f"matches the roofline on {len(WIDTH_CASES)} machines, e.g. W* = {h100:.0f} positions for {WIDTH_CASES[0][0]}"
+    )
+    if peak_flops is None or bandwidth is None:
+        return report
+    mine = _number(call(fn, peak_flops, bandwidth, 4, case="this machine", hint=WIDTH_HINT), "this machine")
+    return report + (
+        f"; here, float32 at {peak_flops / 1e9:.0f} GFLOP/s and {bandwidth / 1e9:.1f} GB/s: W* = {mine:.0f} positions"
     )
 
 
-def check_crossover_width(fn) -> bool:
-    """Compare `fn(peak_flops, bandwidth, bytes_per_weight)` with the roofline's crossover width."""
-    return run_check("crossover_width", fn, _width_report)
+def check_crossover_width(fn, *, peak_flops: float | None = None, bandwidth: float | None = None) -> bool:
+    """Compare `fn(peak_flops, bandwidth, bytes_per_weight)` with the roofline's crossover width on four
+    machines, and, given this machine's peak FLOP/s and bandwidth, report its W* in float32."""
+    return run_check("crossover_width", fn, lambda f: _width_report(f, peak_flops, bandwidth))

@@ -9,8 +9,8 @@ import torch
 from helpers.exercises.report import Failed, call, run_check
 
 VERIFY_HINT = (
-    "for each drafted x: accept if u < p[i, x] / q[i, x]; at the first rejection draw from "
-    "norm(max(0, p[i] - q[i])) and stop; if all are accepted, draw a bonus token from p[-1]"
+    "follow section 1's rule: keep draft i with probability min(1, p[i, x] / q[i, x]); at the first rejection "
+    "write one token from norm(max(0, p[i] - q[i])) and stop; if every draft is kept, add one token from p[-1]"
 )
 ROUNDS = 3000  # rounds per case
 CHI2_LIMIT = 35.0  # 3 degrees of freedom: a right rule exceeds this with probability below 1e-7
@@ -30,11 +30,12 @@ def _cases() -> list[tuple[str, torch.Tensor, torch.Tensor]]:
     ]
 
 
-def _rounds(fn, p, q, case) -> list[np.ndarray]:
-    """counts[k]: the k-th written token, over the rounds that accepted the first k drafts."""
+def _rounds(fn, p, q, case) -> tuple[list[np.ndarray], np.ndarray]:
+    """counts[k]: the k-th written token, over the rounds that accepted the first k drafts;
+    lengths[n]: how many rounds wrote n tokens."""
     g = torch.Generator().manual_seed(1)
     gamma, vocab = q.shape
-    counts = [np.zeros(vocab) for _ in range(gamma + 1)]
+    counts, lengths = [np.zeros(vocab) for _ in range(gamma + 1)], np.zeros(gamma + 2, dtype=int)
     for _ in range(ROUNDS):
         drafted = [int(torch.multinomial(q[i], 1, generator=g)) for i in range(gamma)]
         out = call(fn, p.clone(), q.clone(), list(drafted), g, case=case, hint=VERIFY_HINT)
@@ -47,16 +48,32 @@ def _rounds(fn, p, q, case) -> list[np.ndarray]:
         if not 1 <= len(out) <= gamma + 1:
             raise Failed(f"wrote {len(out)} tokens in a round of {gamma} drafts ({case})", VERIFY_HINT)
         if out[:-1] != drafted[: len(out) - 1]:
-            raise Failed(f"drafted {drafted}, wrote {out}: only the last token may differ ({case})", VERIFY_HINT)
+            raise Failed(
+                f"drafted {drafted}, wrote {out}: only the last token written may differ from its draft ({case})",
+                "the first rejection ends the round: its replacement is the last token written",
+            )
         for k, token in enumerate(out):
             counts[k][token] += 1
-    return counts
+        lengths[len(out)] += 1
+    return counts, lengths
 
 
 def _verify_report(fn) -> str:
     worst = 0.0
     for case, p, q in _cases():
-        for k, seen in enumerate(_rounds(fn, p, q, case)):
+        counts, lengths = _rounds(fn, p, q, case)
+        gamma = q.size(0)
+        if torch.equal(p[:gamma], q) and lengths[gamma + 1] < ROUNDS:  # q = p: every draft is kept
+            if lengths[gamma] == ROUNDS:
+                raise Failed(
+                    f"wrote only the {gamma} drafts when every one was accepted ({case})",
+                    "a round that keeps every draft writes one more token, the bonus, drawn from p[-1]",
+                )
+            raise Failed(
+                f"rejected a draft in {ROUNDS - lengths[gamma + 1]} of {ROUNDS} rounds although q = p ({case})",
+                "with q = p, min(1, p/q) = 1: every draft must be kept",
+            )
+        for k, seen in enumerate(counts):
             if seen.sum() < 50:
                 continue  # too few rounds got this far to judge
             expected = seen.sum() * p[k].numpy()
@@ -79,16 +96,22 @@ def _verify_report(fn) -> str:
 def _mistake(seen: np.ndarray, p: np.ndarray, q: np.ndarray) -> str:
     """The hint for the common mistake whose distribution the written tokens follow, if any."""
     shared = np.minimum(p, q)
+    residual = np.maximum(p - q, 0) / max(np.maximum(p - q, 0).sum(), 1e-300)
+    inverted = q * np.minimum(1, q / np.maximum(p, 1e-300))  # kept with probability min(1, q/p)
+    sure = q * (p >= q)  # kept only where p >= q
     mistakes = {
         "every draft is kept: a draft must be accepted with probability min(1, p/q), else replaced": q,
         "a rejected token is replaced by a draw from norm(max(0, p - q)), not from p": shared + (1 - shared.sum()) * p,
         "a rejected token is replaced by a draw from norm(max(0, p - q)), not from q": shared + (1 - shared.sum()) * q,
+        "the ratio is upside down: keep a draft with probability min(1, p/q), not min(1, q/p)": inverted
+        + (1 - inverted.sum()) * residual,
+        "a draft the target likes less than the drafter (p < q) is not always rejected: keep it with probability "
+        "p/q": sure + (1 - sure.sum()) * residual,
     }
-    for hint, dist in mistakes.items():
-        expected = seen.sum() * dist
-        if (((seen - expected) ** 2 / np.maximum(expected, 1e-9)).sum()) <= CHI2_LIMIT:
-            return hint
-    return VERIFY_HINT
+    chi2 = {hint: float(((seen - seen.sum() * dist) ** 2 / np.maximum(seen.sum() * dist, 1e-9)).sum())
+            for hint, dist in mistakes.items()}  # fmt: skip
+    closest = min(chi2, key=chi2.get)  # the mistake the written tokens follow most closely
+    return closest if chi2[closest] <= CHI2_LIMIT else VERIFY_HINT
 
 
 def check_verify_draft(fn) -> bool:
@@ -96,7 +119,27 @@ def check_verify_draft(fn) -> bool:
     return run_check("verify_draft", fn, _verify_report)
 
 
-ALPHA_HINT = "alpha = sum over tokens of min(p, q): the mass p and q share (1 - their total variation)"
+ALPHA_HINT = (
+    "alpha is a probability over what the drafter proposes: for each token, the chance it is drafted times the "
+    "chance the rule then keeps it, added up over the tokens"
+)
+
+
+def _alpha_mistakes(p: np.ndarray, q: np.ndarray) -> dict[str, np.ndarray]:
+    """What the usual wrong answers return, each under its hint."""
+    kept = np.minimum(1, p / q.clip(1e-300))  # the chance each token is kept, once drafted
+    alpha = (q * kept).sum(-1)
+    unweighted = "weight each token's chance of being kept by q(x), the chance it is drafted"
+    return {
+        "what you returned is the total variation, the mass p and q do not share: the chance of a rejection": 1 - alpha,
+        "a probability cannot exceed 1: at each token count the smaller of p and q, not the larger": (
+            np.maximum(p, q).sum(-1)
+        ),
+        f"a token is drafted only as often as q proposes it: {unweighted}": kept.sum(-1),
+        f"an average over the tokens treats them as equally likely: {unweighted}": kept.mean(-1),
+        "that is the chance that two independent draws, one from p and one from q, agree; the rule also keeps "
+        "a draft the target would not have drawn itself": (p * q).sum(-1),
+    }
 
 
 def _alpha_report(fn) -> str:
@@ -105,8 +148,10 @@ def _alpha_report(fn) -> str:
     q[0, 0] = p[0, 0]  # identical: alpha 1
     q[0, 1] = np.eye(6)[int(np.argmin(p[0, 1]))]  # a one-hot q on p's least likely token
     cases = [("batched p and q (5, 4, 6)", p, q), ("one pair of distributions (6,)", p[1, 2], q[1, 2])]
+    lowest = 1.0
     for case, pc, qc in cases:
-        got = call(fn, pc.copy(), qc.copy(), case=case, hint=ALPHA_HINT)
+        with np.errstate(divide="ignore", invalid="ignore"):  # the one-hot q has zeros: p / q may divide by 0
+            got = call(fn, pc.copy(), qc.copy(), case=case, hint=ALPHA_HINT)
         try:
             got = np.asarray(got, dtype=float)
         except (TypeError, ValueError):
@@ -114,16 +159,20 @@ def _alpha_report(fn) -> str:
         brute = (qc * np.minimum(1, pc / qc.clip(1e-300))).sum(-1)  # sum_x q(x) * P(accept x)
         if got.shape != brute.shape:
             raise Failed(f"returned shape {got.shape}, expected {brute.shape} ({case})", "sum over the last axis only")
+        lowest = min(lowest, float(brute.min()))
         if np.allclose(got, brute, rtol=0, atol=1e-12):
             continue
-        if np.allclose(got, 1 - brute, atol=1e-12):
-            hint = "what you returned is the total variation, the mass they do not share: alpha = 1 - TV"
-        elif np.allclose(got, np.maximum(pc, qc).sum(-1), atol=1e-12):
-            hint = "take the smaller of p and q at each token, not the larger"
-        else:
-            hint = ALPHA_HINT
-        raise Failed(f"alpha differs from the chance of acceptance, sum_x q(x) min(1, p(x)/q(x)) ({case})", hint)
-    return f"equals the acceptance probability, summed over every drafted token, in {len(cases)} cases (21 pairs)"
+        hint = next(
+            (hint for hint, wrong in _alpha_mistakes(pc, qc).items() if np.allclose(got, wrong, rtol=0, atol=1e-12)),
+            ALPHA_HINT,
+        )
+        where = np.unravel_index(int(np.argmax(np.abs(got - brute))), brute.shape)
+        raise Failed(
+            f"alpha differs from the exact chance of acceptance ({case}: {round(float(got[where]), 3) + 0.0:.3f} "
+            f"where it is {float(brute[where]):.3f})",
+            hint,
+        )
+    return f"equals the exact chance of acceptance for 21 pairs of distributions (alpha from {lowest:.4f} to 1)"
 
 
 def check_acceptance_rate(fn) -> bool:

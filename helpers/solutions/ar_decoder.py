@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from helpers.ar import top_p_filter  # noqa: F401 (the library's own nucleus filter is the reference)
 
 
-@torch.no_grad()
-def decode_cached(model, prompt: torch.Tensor, n_new: int) -> torch.Tensor:
-    """Greedy decoding with a KV cache: the prompt in the first pass, then one token per pass."""
-    cache = model.new_cache(prompt.size(0))  # keys and values of every layer, preallocated
-    seq, step_input = prompt, prompt  # (B, T0)
-    for _ in range(n_new):
-        logits = model(step_input, cache=cache)[:, -1]  # (B, V) scores at the last position
-        token = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
-        seq = torch.cat([seq, token], dim=1)  # (B, T + 1)
-        step_input = token  # the cache remembers everything before it
-    return seq
+def attend_with_cache(q, k_new, v_new, cache_k, cache_v, start: int) -> torch.Tensor:
+    """Causal attention of T new positions, start .. start + T - 1, over everything cached so far.
+    q, k_new, v_new (B, H, T, hd); cache_k, cache_v (B, H, max_len, hd), filled before `start`."""
+    T = q.size(2)
+    cache_k[:, :, start : start + T] = k_new  # the new keys and values join the cache, in place
+    cache_v[:, :, start : start + T] = v_new
+    k, v = cache_k[:, :, : start + T], cache_v[:, :, : start + T]  # (B, H, S, hd), S = start + T
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
+    sees = torch.arange(start + T) <= torch.arange(start, start + T)[:, None]  # (T, S) s <= t: no future
+    weights = scores.masked_fill(~sees, float("-inf")).softmax(dim=-1)  # (B, H, T, S)
+    return weights @ v  # (B, H, T, hd)

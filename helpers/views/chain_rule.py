@@ -81,6 +81,7 @@ def draw_joint_vs_product(axes, joint, product, row_labels: Sequence[str], col_l
             ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=ACCENT_COLOR, linewidth=2))
         ax.set_xticks(range(shape[1]), col_labels, rotation=40, ha="right")
         ax.set_yticks(range(shape[0]), row_labels)
+        ax.set(xlabel="second half of the city (position 4)", ylabel="first half (position 3)")
         ax.grid(False)
         ax.set_title(title, fontsize=10)
         for (i, j), v in np.ndenumerate(grid):
