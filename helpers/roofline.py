@@ -4,16 +4,18 @@ A kernel that does F FLOPs while moving Q bytes has operational intensity I = F 
 at most at min(peak FLOP/s, bandwidth x I). Below the ridge point I* = peak / bandwidth it is
 memory-bound; above it, compute-bound. Units: FLOP/s, bytes/s, FLOP/byte.
 
-What a forward pass costs and how long it takes is in helpers.costs; the device table in
-helpers.hardware; latencies of whole generations in helpers.latency. Importing this module does
-not import matplotlib: `plot_roofline` draws on an axes it is given.
+What a forward pass costs and how long it takes is in helpers.costs (`pass_in_steps` puts the
+two together: a pass over W positions in decode steps); the device table in helpers.hardware;
+latencies of whole generations in helpers.latency. Importing this module does not import
+matplotlib: `plot_roofline` draws on an axes it is given.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from helpers.validation import check_positive
+from helpers.costs import decode_step_cost, forward_pass_cost, predicted_time
+from helpers.validation import check_int, check_positive
 
 # ----------------------------------------------------------------------------- the roofline
 
@@ -36,6 +38,31 @@ def attainable(intensity, peak_flops: float, bandwidth: float):
 def ridge_point(peak_flops: float, bandwidth: float) -> float:
     """Intensity (FLOP/byte) where the bandwidth roof meets the compute roof: peak / bandwidth."""
     return check_positive(peak_flops, "peak_flops") / check_positive(bandwidth, "bandwidth")
+
+
+def pass_in_steps(
+    model, widths, bandwidth: float, peak_flops: float, bytes_per_param: float = 2, context: int = 512
+) -> list[float]:
+    """The roofline's cost of one pass over W positions without a cache (a diffusion sampler's pass
+    over a canvas of W), in AR decode steps with `context` positions cached, for each W in widths.
+
+    Both times are helpers.costs.predicted_time on one machine of `bandwidth` bytes/s and
+    `peak_flops` FLOP/s, so the answer assumes kernels that reach those roofs at every width.
+    model: a name in helpers.costs.MODEL_SHAPES, a ModelShape or a ModelConfig."""
+    bandwidth = check_positive(bandwidth, "bandwidth")
+    peak_flops = check_positive(peak_flops, "peak_flops")
+    if isinstance(widths, str) or not hasattr(widths, "__iter__"):
+        raise ValueError(f"widths must be a list of ints >= 1, got {widths!r}")
+    widths = [check_int(w, "each width", 1) for w in widths]
+    if not widths:
+        raise ValueError("widths must hold at least one width (an int >= 1)")
+    step = decode_step_cost(model, context=context, bytes_per_param=bytes_per_param)
+    step_s = predicted_time(step, bandwidth, peak_flops)
+    return [
+        predicted_time(forward_pass_cost(model, tokens=w, bytes_per_param=bytes_per_param), bandwidth, peak_flops)
+        / step_s
+        for w in widths
+    ]
 
 
 def _unpack_point(point):
@@ -94,7 +121,7 @@ def plot_roofline(
     ax.plot(corners_x, attainable(np.array(corners_x), peak_flops, bandwidth), color=color, lw=2, label=label)
     if lo < ridge < hi:
         ax.axvline(ridge, color=color, ls=":", lw=1)
-        ax.annotate(f"ridge {_short(ridge)} FLOP/B", (ridge, peak_flops), xytext=(4, 5), textcoords="offset points")
+        ax.annotate(f"ridge {_short(ridge)} FLOP/byte", (ridge, peak_flops), xytext=(4, 5), textcoords="offset points")
     for intensity, flops, name in unpacked:
         ax.plot([intensity], [flops], "o", color=point_color)
         if name:

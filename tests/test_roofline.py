@@ -85,3 +85,42 @@ def test_plot_roofline_default_colours_are_the_course_colours():
     plot_roofline(ax, 100e9, 10e9, points=[(0.5, 4e9)])
     assert to_hex(ax.lines[0].get_color()) == to_hex(TRUTH_COLOR) and to_hex(ax.lines[-1].get_color()) == ACCENT_COLOR
     plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- a pass in decode steps
+
+
+def test_a_pass_costs_about_one_step_up_to_the_crossover_then_w_over_w_star():
+    from helpers.model import gpt2_small_config
+    from helpers.roofline import pass_in_steps
+
+    widths = [1, 64, 256, 1024, 2048]
+    ratios = pass_in_steps(gpt2_small_config(), widths, H100_BW, H100_BF16, bytes_per_param=2, context=512)
+    assert ratios[0] < 1 and ratios[1] == pytest.approx(ratios[0], rel=0.01)  # flat, under a step: no KV cache read
+    assert ratios[2] < 1.0  # still left of W* = 295
+    w_star = H100_BF16 * 2 / (2 * H100_BW)
+    assert ratios[3] == pytest.approx(1024 / w_star * ratios[0], rel=0.2)  # compute-bound: about W / W* steps
+    assert ratios[4] / ratios[3] == pytest.approx(2, rel=0.25)  # (attention's W^2 adds a little)
+    with pytest.raises(ValueError, match="each width must be an int >= 1"):
+        pass_in_steps(gpt2_small_config(), [0], H100_BW, H100_BF16)
+    with pytest.raises(ValueError, match="widths must hold at least one width"):
+        pass_in_steps(gpt2_small_config(), [], H100_BW, H100_BF16)
+    with pytest.raises(ValueError, match="bandwidth must be a finite number > 0"):
+        pass_in_steps(gpt2_small_config(), [1], -1.0, H100_BF16)
+
+
+def test_the_ridge_is_labelled_in_flop_per_byte():
+    fig, ax = plt.subplots()
+    plot_roofline(ax, 100e9, 10e9)
+    assert any(t.get_text() == "ridge 10 FLOP/byte" for t in ax.texts)  # "B" is the batch in notebook 04
+    plt.close(fig)
+
+
+def test_the_crossover_check_reports_this_machines_w_star(capsys):
+    from helpers import solutions
+    from helpers.exercises import check_crossover_width
+
+    assert check_crossover_width(solutions.crossover_width, peak_flops=168e9, bandwidth=15.8e9)
+    out = capsys.readouterr().out
+    assert out.startswith("✓ crossover_width: ") and "W* = 21 positions" in out
+    assert "peak x bytes per weight" not in out  # the report gives numbers, not the formula

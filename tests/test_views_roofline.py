@@ -8,6 +8,7 @@ import pytest
 from matplotlib import pyplot as plt
 
 from helpers.costs import decode_step_cost
+from helpers.hardware import get_hardware
 from helpers.measurement import Measurement
 from helpers.views import roofline as views
 
@@ -15,26 +16,40 @@ ROOFS = SimpleNamespace(peak_flops=150e9, bandwidth=20e9, stream_bandwidth=33e9)
 
 
 def test_the_roofline_figures_draw_what_they_are_given():
-    fig, ax = plt.subplots()
     cost = decode_step_cost("Llama-3-8B", context=512, bytes_per_param=2)
-    points = views.roof_points({"decode": cost}, 989e12, 3350e9)
+    h100 = get_hardware("NVIDIA H100 SXM")
+    points = views.roof_points({"decode": cost}, h100.peak_flops("bf16"), h100.bandwidth)
     assert points["decode"][0] == pytest.approx(cost.intensity)
-    views.draw_two_roofs(ax, ROOFS, 989e12, 3350e9, points)
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert any("GEMV bandwidth" in label for label in labels)  # the CPU roof names its bandwidth
     rows = [(b, 1e-3 * (1 + b / 16), b / 2, 2 * b * 4096**2 / (1e-3 * (1 + b / 16))) for b in (1, 4, 16, 256)]
     fig = views.draw_batch_sweep(rows, ROOFS, 4096, 4096)
     assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 2
+    fig = views.draw_batch_sweep(rows, ROOFS, 4096, 4096, gpu=h100, gpu_points=points)
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert any("measured roofs" in label for label in labels) and any("H100 SXM, bf16" in label for label in labels)
+    assert any(t.get_text() == "decode" for t in fig.axes[1].texts)  # the GPU's points are named
     passes = [SimpleNamespace(width=w, ratio=max(1, w / 8), predicted_ratio=max(0.9, w / 16)) for w in (1, 2, 4, 64)]
     fig, ax = plt.subplots()
     views.draw_width_sweep(ax, passes, 16.0)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "W* = 16" in legend[-1] and "one AR decode step" in legend  # the line at 1 is named
+    assert "this CPU's W* = 16" in legend and "one AR decode step" in legend  # the line at 1 is named
+    fig, ax = plt.subplots()
+    gpu = {"label": "H100, projected", "widths": [1, 300, 1024], "ratios": [0.93, 1.0, 3.5], "crossover": 295.2}
+    views.draw_width_sweep(ax, passes, 16.0, gpu)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "H100, projected" in legend and "its W* = 295" in legend
+    assert 1024 in ax.get_xticks()  # the projection's widest point gets a tick
     plt.close("all")
     with pytest.raises(ValueError, match="rows must hold at least one"):
         views.draw_batch_sweep([], ROOFS, 4096, 4096)
-    with pytest.raises(ValueError, match="points must map labels"):
-        views.draw_two_roofs(ax, ROOFS, 1, 1, [(1, 1)])
+    with pytest.raises(ValueError, match="gpu must be None or a Hardware row"):
+        views.draw_batch_sweep(rows, ROOFS, 4096, 4096, gpu="H100")
+    with pytest.raises(ValueError, match="gpu_points must map labels"):
+        views.draw_batch_sweep(rows, ROOFS, 4096, 4096, gpu=h100, gpu_points=[(1, 1)])
+    with pytest.raises(ValueError, match="gpu must be None or a dict with the keys"):
+        views.draw_width_sweep(ax, passes, 16.0, {"widths": [1]})
+    with pytest.raises(ValueError, match="equally long"):
+        views.draw_width_sweep(ax, passes, 16.0, {**gpu, "ratios": [1.0]})
+    plt.close("all")
 
 
 def test_the_prediction_table_sets_three_bandwidths_beside_the_measurement():
@@ -49,5 +64,10 @@ def test_the_prediction_table_sets_three_bandwidths_beside_the_measurement():
         vs_gemv=0.94,
         mbu=0.5,
     )
+    step.bandwidth = step.gemv.si
     table = views.prediction_table(step, ROOFS)
     assert "+5.0 %" in table and "-10.0 %" in table and table.count("\n") == 8 and "20.0 ms" in table
+    assert "vs measured" in table  # the sign of the last column is named: predicted / measured - 1
+    summary = views.step_summary(step).splitlines()
+    assert len(summary) == 3 and "(18.0 GB/s): 21.0 ms, +5.0 % (predicted / measured - 1)" in summary[1]
+    assert summary[2] == "MBU: 50 % of the STREAM bandwidth"
