@@ -7,7 +7,8 @@ decoder (as tokens per pass), the measured value and its unit, the source, and a
 everything that had to be assumed. `calibration_table` projects each row twice, at the ceiling
 (100 % of the datasheet) and at the course's typical efficiency, and reports how much of each
 projection the published system reached. Rows of closed systems (model size unknown) are kept
-and say so; they are never guessed.
+and say so; they are never guessed. `typical_fit` names the rows the typical efficiencies are
+fitted on: those rows cannot test the typical projection, only the others can.
 
 data/published_parallelism.csv (`load_parallelism`) is the other half of the comparison: accuracy
 against tokens per forward pass on GSM8K for an AR model and LLaDA-based samplers, from the d3LLM
@@ -17,6 +18,7 @@ against tokens per forward pass on GSM8K for an AR model and LLaDA-based sampler
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,6 +136,46 @@ def calibration_table(path: str | Path | None = None) -> list[CalibrationRow]:
         ceiling, typical = row.project(**CEILING), row.project(**TYPICAL)
         table.append(CalibrationRow(row, ceiling, typical, row.reached(ceiling), row.reached(typical)))
     return table
+
+
+@dataclass(frozen=True)
+class TypicalFit:
+    """Where the typical efficiencies (helpers.costs.TYPICAL_*) come from: the rows of
+    calibration_table they are fitted on (numbered from 1, in table order) and the geometric mean
+    of what those rows reach of their ceiling projection."""
+
+    bandwidth_rows: tuple[int, ...]  # tuned batch-1 AR stacks in bf16: bandwidth-bound decode steps
+    bandwidth: float  # geometric mean of their reached_ceiling
+    compute_rows: tuple[int, ...]  # diffusion decoders whose every pass runs the whole canvas: compute-bound
+    compute: float  # geometric mean of their reached_ceiling
+
+
+def _geometric_mean(values) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def typical_fit(table: list[CalibrationRow] | None = None) -> TypicalFit:
+    """The rows the typical efficiencies are fitted on, and the fitted values. Bandwidth: AR rows in
+    bf16 whose note does not put them 'outside +-30 %' (gpt-fast and SGLang; not eager Hugging Face
+    generate, not int8 or int4). Compute: projectable diffusion rows without a cache.
+    table: calibration_table() (the default) or a list of its rows."""
+    table = calibration_table() if table is None else table
+    if not isinstance(table, list | tuple) or not table or not all(isinstance(r, CalibrationRow) for r in table):
+        raise ValueError(f"table must be a non-empty list of CalibrationRow (calibration_table()), got {table!r:.80}")
+
+    def numbers(keep) -> tuple[int, ...]:
+        return tuple(i for i, r in enumerate(table, 1) if r.published.projectable and keep(r.published))
+
+    bandwidth = numbers(lambda p: p.kind == "AR" and p.dtype == "bf16" and "outside" not in p.note)
+    compute = numbers(lambda p: p.kind == "dLLM" and p.cache is None)
+    if not bandwidth or not compute:
+        raise ValueError("table must hold tuned bf16 AR rows and uncached diffusion rows to fit on")
+    return TypicalFit(
+        bandwidth_rows=bandwidth,
+        bandwidth=_geometric_mean([table[i - 1].reached_ceiling for i in bandwidth]),
+        compute_rows=compute,
+        compute=_geometric_mean([table[i - 1].reached_ceiling for i in compute]),
+    )
 
 
 @dataclass(frozen=True)

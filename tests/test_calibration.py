@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from helpers.calibration import CEILING, TYPICAL, calibration_table, load_parallelism, load_published
+from helpers.calibration import CEILING, TYPICAL, calibration_table, load_parallelism, load_published, typical_fit
 from helpers.costs import MODEL_SHAPES, TYPICAL_BANDWIDTH_EFFICIENCY, TYPICAL_COMPUTE_EFFICIENCY
 from helpers.hardware import load_hardware_table
 
@@ -59,6 +59,19 @@ def test_the_typical_efficiencies_are_what_the_table_says(table):
         if r.published.projectable and r.published.kind == "dLLM" and r.published.cache is None
     ]
     assert uncached and all(x == pytest.approx(TYPICAL_COMPUTE_EFFICIENCY, abs=0.02) for x in uncached)
+
+
+def test_typical_fit_names_the_rows_it_is_fitted_on(table):
+    fit = typical_fit(table)
+    assert fit.bandwidth_rows == (1, 4, 5, 6, 7, 8)  # gpt-fast bf16 and SGLang; not int8, int4, HF generate
+    assert fit.compute_rows == (10, 11)  # LLaDA's sampler and Fast-dLLM without a cache
+    assert round(fit.bandwidth, 2) == TYPICAL_BANDWIDTH_EFFICIENCY - 0.01  # 59 %, rounded to 60 %
+    assert fit.compute == pytest.approx(TYPICAL_COMPUTE_EFFICIENCY, abs=0.01)
+    assert all(table[i - 1].published.kind == "AR" for i in fit.bandwidth_rows)
+    with pytest.raises(ValueError, match="table must be a non-empty list of CalibrationRow"):
+        typical_fit([])
+    with pytest.raises(ValueError, match="tuned bf16 AR rows and uncached diffusion rows"):
+        typical_fit(table[:3])
 
 
 def test_the_ceiling_reproduces_gpt_fast_accounting(table):

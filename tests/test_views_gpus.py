@@ -3,12 +3,13 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest
+import torch
 from matplotlib import pyplot as plt
 
-from helpers.calibration import calibration_table
+from helpers.calibration import calibration_table, typical_fit
 from helpers.latency import ar_latency, dllm_latency
 from helpers.model import gpt2_small_config, gpu_wide_config, pad_vocab
-from helpers.views import gpu_speed
+from helpers.views import gpu_speed, pass_ratio
 from helpers.views import gpus as views
 
 H100 = "NVIDIA H100 SXM"
@@ -54,22 +55,59 @@ def test_the_calibration_views_show_every_row_and_its_setting(rows):
         views.same_setting_text(rows[:5])
 
 
+def test_the_fit_text_and_figure_separate_fitted_rows_from_checks(rows):
+    fit = typical_fit(rows)
+    text = views.fit_text(rows, fit)
+    assert "typical bandwidth 60 % ≈ geometric mean 59 % of rows 1, 4, 5, 6, 7, 8" in text
+    assert "these rows reach 76-115 % of their typical projection" in text  # in-sample: only their spread
+    assert "2 gpt-fast int8 85 %" in text and "13 Fast-dLLM, dual cache 80 %" in text and "14 d3LLM-LLaDA 30 %" in text
+    assert "10 LLaDA sampler" not in text.split("not fitted")[1]  # a fitted row is never listed as a check
+    fig = views.draw_calibration(rows, fit)
+    ax = fig.axes[0]
+    dots = [line for line in ax.lines if line.get_marker() == "o" and len(line.get_xdata()) == 1]
+    assert len(dots) == 14  # every projectable row, none of the closed systems
+    filled = [line for line in dots if line.get_markerfacecolor() != "white"]
+    assert len(filled) == len(fit.bandwidth_rows) + len(fit.compute_rows)
+    plt.close("all")
+    with pytest.raises(ValueError, match="fit must be a helpers.calibration.TypicalFit"):
+        views.fit_text(rows, None)
+
+
+def test_the_claim_figure_and_summary_agree_with_the_latency_model():
+    points, left_out = pass_ratio.claim_points(1000, steps=(32, 256))
+    h100 = next(p for p in points if p["device"] == H100)
+    ratio = ar_latency(1000, "Llama-3-8B", H100) / dllm_latency(1000, 32, "LLaDA-8B", H100)
+    assert h100["ratio"][32] == pytest.approx(ratio) and round(h100["ridge"]) == 221
+    assert [p["ridge"] for p in points] == sorted(p["ridge"] for p in points)
+    assert len(left_out) == 1 and left_out[0].startswith("Google TPU v5e")
+    summary = pass_ratio.claim_summary(points, left_out)
+    assert "1.7x (NVIDIA RTX 3090) to 12.7x (Google TPU v6e) faster, 0.97 of min(N, I*_eff) / K" in summary
+    assert "K = 256: the dLLM is slower than AR on 9 of 13 devices" in summary
+    fig = pass_ratio.draw_claim(points)
+    assert len(fig.axes[0].get_xticklabels()) == len(points)
+    plt.close("all")
+    with pytest.raises(ValueError, match="pair must be one of"):
+        pass_ratio.claim_points(pair="70B")
+    with pytest.raises(ValueError, match="points must be the non-empty list"):
+        pass_ratio.claim_summary([], [])
+
+
 def test_the_device_tables_agree_with_the_latency_model():
-    claim = views.claim_table(1000, steps=(32, 256))
+    claim = pass_ratio.claim_table(1000, steps=(32, 256))
     h100 = next(line for line in claim.splitlines() if line.startswith(H100) and " 8B " in line)
     ratio = ar_latency(1000, "Llama-3-8B", H100) / dllm_latency(1000, 32, "LLaDA-8B", H100)
     assert f"{ratio:5.2f}x" in h100 and h100.rstrip().endswith("6.9")
     assert "the device has 16 GB" in claim and "1.7x (NVIDIA RTX 3090, 1B) to 12.7x" in claim
-    cache = views.cache_table(1024, steps=(64, 256), devices=[H100])
+    cache = pass_ratio.cache_table(1024, steps=(64, 256), devices=[H100])
     assert cache.count("\n") == 3 and "2.67" in cache
     rtx = next(line for line in views.hardware_text().splitlines() if line.startswith("NVIDIA RTX 3090"))
     assert rtx.split()[3:] == ["936", "71", "76", "57", "24"]  # GB/s, TFLOP/s, ridge, effective ridge, GB
     with pytest.raises(ValueError, match="steps must be two pass counts K"):
-        views.claim_table(1000, steps=(32,))
+        pass_ratio.claim_table(1000, steps=(32,))
     with pytest.raises(ValueError, match="each K in steps must be an int"):
-        views.cache_table(1024, steps=(2048,))
+        pass_ratio.cache_table(1024, steps=(2048,))
     with pytest.raises(ValueError, match="devices must be a non-empty list of names"):
-        views.cache_table(devices="NVIDIA L4")
+        pass_ratio.cache_table(devices="NVIDIA L4")
 
 
 def test_the_budget_table_and_the_matched_quality_figure():
@@ -105,6 +143,12 @@ def test_the_budget_table_and_the_matched_quality_figure():
         assert extent.x0 >= box.x0 and extent.x1 <= box.x1, f"{label.get_text()!r} leaves its axes"
     plt.close("all")
     assert gpu_speed.budget_label(2.77) == "2.77 tokens/pass"
+    assert gpu_speed.budget_label(1.08845) == "1.09 tokens/pass"  # rounded as the tables print it
+    # AR's filled circles sit on top of the dLLM's hollow squares: where they meet, both stay visible
+    fig = gpu_speed.draw_matched_quality(ar_seconds, dllm_seconds, [("a", ["K = 32"])], lengths=[32, 64])
+    ar_line, dllm_line = (next(x for x in fig.axes[0].lines if x.get_marker() == m) for m in ("o", "s"))
+    assert ar_line.get_zorder() > dllm_line.get_zorder() and dllm_line.get_markerfacecolor() == "white"
+    plt.close("all")
     with pytest.raises(ValueError, match="at most two budgets"):
         gpu_speed.draw_matched_quality(ar_seconds, dllm_seconds, [("a", [1.0, 2.0, 3.0])])
     with pytest.raises(ValueError, match="must be callables"):
@@ -121,7 +165,12 @@ def test_the_agents_table_and_the_reference_runs(tmp_path):
     with pytest.raises(ValueError, match="the seconds of 'AR' must be a finite number > 0"):
         gpu_speed.agents_table({"AR": -1.0}, 10)
     none = gpu_speed.reference_text(tmp_path)
-    assert "No reference measurements (data/bench_*.json) are shipped yet" in none
+    assert "No reference measurements (data/bench_*.json) are shipped with the course" in none
+    assert "copy" not in none and "README: Measuring a GPU" in none
     assert "a projection from data/hardware.csv, a published measurement or an assumption" in none
     with pytest.raises(ValueError, match="folder must be an existing directory"):
         gpu_speed.reference_text(tmp_path / "missing")
+    here = gpu_speed.your_gpu_text(torch.device("cpu"), tmp_path)  # on the CPU: no measurement, no CUDA call
+    assert here.startswith("No GPU here: nothing is measured") and none in here
+    with pytest.raises(ValueError, match="device must be a torch.device"):
+        gpu_speed.your_gpu_text("cuda", tmp_path)

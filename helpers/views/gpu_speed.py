@@ -1,6 +1,7 @@
-"""Notebook 05, sections 4 to 7: the latency budgets at matched quality, the matched-quality chart,
-the agent rounds and the reference runs (sections 1 to 3 are in views.gpus). Presentation only:
-the latencies come from helpers.latency through the arguments passed in."""
+"""Notebook 05, sections 4 to 6: the latency budgets at matched quality, the matched-quality chart,
+the agent rounds, and your GPU or the reference runs (sections 1 to 3 are in views.gpus).
+Presentation only: the latencies come from helpers.latency through the arguments passed in;
+your_gpu_text runs helpers.bench's own measurements."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from helpers.widgets import readable_log_ticks
 
 
 def budget_label(budget) -> str:
-    """How a pass budget reads in a figure: a string as it is, a rate as 'x tokens/pass'."""
+    """How a pass budget reads in a figure: a string as it is, a rate as 'x tokens/pass' (two decimals
+    at most, as the tables print it: 1.08845 reads 1.09)."""
     if isinstance(budget, str):
         return budget
-    return f"{check_positive(budget, 'budget (tokens per pass)'):g} tokens/pass"
+    return f"{round(check_positive(budget, 'budget (tokens per pass)'), 2):g} tokens/pass"
 
 
 def budget_table(ar_seconds, dllm_seconds, budgets: dict, n: int = 1000, n_long: int = 4096) -> str:
@@ -37,9 +39,10 @@ def budget_table(ar_seconds, dllm_seconds, budgets: dict, n: int = 1000, n_long:
     n, n_long = check_int(n, "n", 1), check_int(n_long, "n_long", 1)
     width = max(len(str(label)) for label in budgets)
     lines = [
-        "projected AR / dLLM latency ratio (above 1: the dLLM is faster)",
-        f"{'pass budget':{width}s} {'AR (s)':>7s} {'dLLM (s)':>9s} {'ratio':>8s} {'ratio':>8s} {'ratio at':>9s}",
-        f"{'':{width}s} {f'N = {n}':>7s} {'':>9s} {'typical':>8s} {'ceiling':>8s} {f'N = {n_long}':>9s}",
+        f"projected, N = {n}: seconds (typical) and AR / dLLM latency ratio, typical, at the ceiling, and typical "
+        f"at N = {n_long} (above 1: the dLLM is faster)",
+        f"{'pass budget':{width}s} {'AR (s)':>7s} {'dLLM (s)':>9s} {'typical':>8s} {'ceiling':>8s} "
+        f"{f'N = {n_long}':>9s}",
     ]
     ar, ar_c, ar_long = ar_seconds(n), ar_seconds(n, **CEILING), ar_seconds(n_long)
     for label, budget in budgets.items():
@@ -49,8 +52,9 @@ def budget_table(ar_seconds, dllm_seconds, budgets: dict, n: int = 1000, n_long:
 
 
 def draw_matched_quality(ar_seconds, dllm_seconds, panels, lengths=None, device: str = "an H100") -> Figure:
-    """Latency against N, one panel per pass budget: AR (red) and the dLLM (blue), typical solid,
-    the ceiling dotted in the same colour. A panel with two budgets shades the band between them
+    """Latency against N, one panel per pass budget: AR (red, filled circles drawn on top) and the
+    dLLM (blue, hollow squares, so that an AR point they meet stays visible), typical solid, the
+    ceiling dotted in the same colour. A panel with two budgets shades the band between them
     and labels each edge; a panel with none says that no rate matches.
 
     ar_seconds(n, **effs) and dllm_seconds(n, budget, **effs): seconds for N tokens (effs: the
@@ -76,12 +80,12 @@ def draw_matched_quality(ar_seconds, dllm_seconds, panels, lengths=None, device:
     axes = np.atleast_1d(axes)
     ar_typ, ar_ceil = curve(ar_seconds)
     for ax, (title, budgets) in zip(axes, panels, strict=True):
-        ax.plot(lengths, ar_typ, "o-", color=AR_COLOR, ms=3)
+        ax.plot(lengths, ar_typ, "o-", color=AR_COLOR, ms=3.5, zorder=4)
         ax.plot(lengths, ar_ceil, ":", color=AR_COLOR, lw=1.3)
         typ = []
         for budget in budgets:
             t, c = curve(dllm_seconds, budget)
-            ax.plot(lengths, t, "s-", color=DLLM_COLOR, ms=3)
+            ax.plot(lengths, t, "s-", color=DLLM_COLOR, ms=6, mfc="white", mew=1.2, zorder=3)
             ax.plot(lengths, c, ":", color=DLLM_COLOR, lw=1.3)
             typ.append(t)
         if len(typ) == 2:
@@ -102,9 +106,9 @@ def draw_matched_quality(ar_seconds, dllm_seconds, panels, lengths=None, device:
         ax.set_title(title, loc="left", fontsize=9)
     axes[0].set_ylabel(f"projected latency on {device} (s)")
     handles = [
-        axes[0].plot([], [], "o-", color=AR_COLOR, ms=3, label="AR, Llama-3-8B, typical")[0],
+        axes[0].plot([], [], "o-", color=AR_COLOR, ms=3.5, label="AR, Llama-3-8B, typical")[0],
         axes[0].plot([], [], ":", color=AR_COLOR, lw=1.3, label="AR, ceiling (100 % of datasheet)")[0],
-        axes[0].plot([], [], "s-", color=DLLM_COLOR, ms=3, label="dLLM, LLaDA-8B, typical")[0],
+        axes[0].plot([], [], "s-", color=DLLM_COLOR, ms=6, mfc="white", mew=1.2, label="dLLM, LLaDA-8B, typical")[0],
         axes[0].plot([], [], ":", color=DLLM_COLOR, lw=1.3, label="dLLM, ceiling (100 % of datasheet)")[0],
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=8.5)
@@ -130,7 +134,28 @@ def agents_table(per_round: dict, rounds: int, title: str = "projection, typical
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- section 7: reference runs
+# ----------------------------------------------------------------------------- section 6: your GPU, reference runs
+
+
+def your_gpu_text(device, folder) -> str:
+    """On a GPU (a torch.device of type cuda or mps): what `python -m helpers.bench` measures, quickly:
+    the roofs, then the decode step of the tiny model and notebook 05's shapes, eager and (CUDA only)
+    as one CUDA graph, with MBU; summarised. On the CPU: no measurement and no CUDA call, but the
+    reference runs shipped in `folder` (reference_text)."""
+    import torch
+
+    if not isinstance(device, torch.device):
+        raise ValueError(f"device must be a torch.device (helpers.device.pick_device()), got {device!r}")
+    if device.type == "cpu":
+        return "No GPU here: nothing is measured on one (and CUDA is never called).\n" + reference_text(folder)
+    from helpers.bench import QUICK, as_json, eager_and_graph, gpu_shapes, measure_machine
+    from helpers.machine import machine_summary
+
+    roofs = measure_machine(device, settings=QUICK)
+    runs = eager_and_graph(device, list(gpu_shapes()), roofs=roofs, repeat=20)
+    result = {"command": "notebook 05, section 6", "machine": machine_summary(device), "roofs": as_json(roofs)}
+    result |= {"decode": as_json(runs[1].step), "graphs": [as_json(run) for run in runs]}  # [1]: GPT-2 small
+    return reference_summary(result)
 
 
 def reference_text(folder) -> str:
@@ -142,10 +167,7 @@ def reference_text(folder) -> str:
     paths = sorted(folder.glob("bench_*.json"))
     if not paths:
         return (
-            "No reference measurements (data/bench_*.json) are shipped yet: every GPU number in this\n"
-            "notebook is a projection from data/hardware.csv, a published measurement or an assumption.\n"
-            "On a GPU, run the reference run (README: Measuring a GPU) and copy its bench.json here:\n"
-            "    PYTHONPATH=. python3 -m helpers.bench.reference out/\n"
-            "    cp out/bench.json data/bench_<gpu name>.json"
+            "No reference measurements (data/bench_*.json) are shipped with the course (README: Measuring a GPU):\n"
+            "every GPU number here is a projection from data/hardware.csv, a published measurement or an assumption."
         )
     return "\n".join(f"{p.name}:\n{reference_summary(json.loads(p.read_text()))}" for p in paths)

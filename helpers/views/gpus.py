@@ -1,5 +1,7 @@
-"""Notebook 05's tables and figures: launch overhead, the calibration table, the pass-ratio claim
-on every device, the matched-quality chart, the agent rounds and the reference runs.
+"""Notebook 05's tables and figures, sections 1 and 2: launch overhead, the calibration figure and
+table (what the typical efficiencies are fitted on), the devices' datasheets, and the one published
+head-to-head (section 3's pass-ratio claim is in views.pass_ratio, sections 4 to 6 in
+views.gpu_speed).
 
 Presentation only: every number is computed by the helpers the notebook names (helpers.costs,
 helpers.latency, helpers.calibration, helpers.bench) from the arguments passed in; these functions
@@ -7,23 +9,20 @@ lay the numbers out."""
 
 from __future__ import annotations
 
-from helpers.calibration import CalibrationRow
+from matplotlib.figure import Figure
+
+from helpers.calibration import CalibrationRow, TypicalFit
 from helpers.costs import (
-    CEILING,
     TYPICAL_BANDWIDTH_EFFICIENCY,
     TYPICAL_COMPUTE_EFFICIENCY,
-    check_fits,
     decode_step_cost,
     efficiency_label,
 )
-from helpers.hardware import Hardware, get_hardware, load_hardware_table
-from helpers.latency import ar_latency, dllm_latency
+from helpers.hardware import get_hardware, load_hardware_table
 from helpers.model import ModelConfig
+from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
 from helpers.validation import check_int, check_positive
-
-PAIRS = {"1B": ("Llama-3.2-1B", "Llama-3.2-1B"), "8B": ("Llama-3-8B", "LLaDA-8B")}  # (AR model, dLLM model)
-CACHE_DEVICES = ("NVIDIA A100 80GB SXM", "NVIDIA H100 SXM", "NVIDIA L4", "NVIDIA RTX 4090")
-
+from helpers.views.pass_ratio import devices_named
 
 # ----------------------------------------------------------------------------- checks
 
@@ -42,12 +41,6 @@ def _rows(rows) -> list[CalibrationRow]:
     if not isinstance(rows, list | tuple) or not rows or not all(isinstance(r, CalibrationRow) for r in rows):
         raise ValueError(f"rows must be a non-empty list of CalibrationRow (calibration_table()), got {rows!r:.80}")
     return list(rows)
-
-
-def _devices(devices) -> list[Hardware]:
-    if isinstance(devices, str) or not isinstance(devices, list | tuple) or not devices:
-        raise ValueError(f"devices must be a non-empty list of names in data/hardware.csv, got {devices!r}")
-    return [get_hardware(d) for d in devices]
 
 
 # ----------------------------------------------------------------------------- section 1: launches
@@ -146,6 +139,89 @@ def calibration_text(rows) -> str:
     return "\n".join(lines)
 
 
+def _fit(fit) -> TypicalFit:
+    if not isinstance(fit, TypicalFit):
+        raise ValueError(f"fit must be a helpers.calibration.TypicalFit (typical_fit()), got {type(fit).__name__}")
+    return fit
+
+
+def _row_label(i: int, row: CalibrationRow) -> str:
+    p = row.published
+    return f"{i} {short_system(p)}, {p.model}, {short_device(p.device)}"
+
+
+def fit_text(rows, fit) -> str:
+    """Where the typical efficiencies come from (the rows they are fitted on, with what those reach
+    of their ceiling) and how the rows outside the fit compare with their typical projection."""
+    rows, fit = _rows(rows), _fit(fit)
+    fitted = set(fit.bandwidth_rows) | set(fit.compute_rows)
+
+    def spread(numbers, attr) -> str:
+        values = [100 * getattr(rows[i - 1], attr) for i in numbers]
+        return f"{min(values):.0f}-{max(values):.0f} %"
+
+    def listed(numbers) -> str:
+        return ", ".join(f"{i} {short_system(rows[i - 1].published)} {100 * rows[i - 1].reached_typical:.0f} %"
+                         for i in numbers)  # fmt: skip
+
+    others = [i for i, r in enumerate(rows, 1) if r.typical is not None and i not in fitted]
+    dllm = [i for i, r in enumerate(rows, 1) if r.typical is not None and r.published.kind == "dLLM"]
+    ar = [i for i, r in enumerate(rows, 1) if r.typical is not None and r.published.kind == "AR"]
+    return "\n".join(
+        [
+            f"fitted: typical bandwidth {100 * TYPICAL_BANDWIDTH_EFFICIENCY:.0f} % ≈ geometric mean "
+            f"{100 * fit.bandwidth:.0f} % of rows {', '.join(map(str, fit.bandwidth_rows))}, tuned bf16 AR "
+            f"({spread(fit.bandwidth_rows, 'reached_ceiling')} of the ceiling)",
+            f"        typical FLOP/s {100 * TYPICAL_COMPUTE_EFFICIENCY:.0f} % ≈ rows "
+            f"{', '.join(map(str, fit.compute_rows))}, uncached diffusion ({100 * fit.compute:.0f} % of the ceiling)",
+            f"        these rows reach {spread(sorted(fitted), 'reached_typical')} of their typical projection",
+            f"not fitted, published / typical: {listed([i for i in others if i in ar])}",
+            f"        {listed([i for i in others if i in dllm])}",
+        ]
+    )
+
+
+def draw_calibration(rows, fit) -> Figure:
+    """Each projectable published row as a dot at its published speed / ceiling projection: AR red,
+    diffusion blue, filled where the typical efficiencies are fitted on it, hollow where it is an
+    out-of-fit check; the typical bandwidth and FLOP/s fractions as vertical lines."""
+    rows, fit = _rows(rows), _fit(fit)
+    fitted = set(fit.bandwidth_rows) | set(fit.compute_rows)
+    shown = [(i, r) for i, r in enumerate(rows, 1) if r.ceiling is not None]
+    fig, ax = new_figure(figsize=(8, 4.6))
+    for y, (i, row) in enumerate(shown):
+        color = AR_COLOR if row.published.kind == "AR" else DLLM_COLOR
+        face = color if i in fitted else "white"
+        ax.plot(100 * row.reached_ceiling, y, "o", ms=7, color=color, mfc=face, mew=1.5, zorder=3)
+    for value, style, text, side in (
+        (TYPICAL_BANDWIDTH_EFFICIENCY, "--", "typical bandwidth", "left"),
+        (TYPICAL_COMPUTE_EFFICIENCY, ":", "typical FLOP/s", "right"),
+    ):
+        ax.axvline(100 * value, color=TRUTH_COLOR, ls=style, lw=1.2)
+        ax.annotate(
+            f" {text} {100 * value:.0f} % ",
+            (100 * value, 1.0),
+            xycoords=("data", "axes fraction"),
+            ha=side,
+            va="bottom",
+            fontsize=8,
+            color=TRUTH_COLOR,
+        )  # fmt: skip (above the axes, beside its line)
+    ax.set_yticks(range(len(shown)), [_row_label(i, r) for i, r in shown], fontsize=8)
+    ax.set_ylim(len(shown) - 0.5, -0.5)  # row 1 on top, as in the table
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("published speed / ceiling projection of the same setting (%)")
+    marks = [
+        ax.plot([], [], "o", color=AR_COLOR, ms=7, label="AR")[0],
+        ax.plot([], [], "o", color=DLLM_COLOR, ms=7, label="diffusion (LLaDA-8B)")[0],
+        ax.plot([], [], "o", color="black", ms=7, label="filled: typical is fitted on it")[0],
+        ax.plot([], [], "o", color="black", mfc="white", ms=7, mew=1.5, label="hollow: not in the fit, a check")[0],
+    ]
+    ax.legend(handles=marks, loc="lower right", fontsize=8, frameon=True, framealpha=0.9)
+    ax.set_title("published decoding speeds against their ceiling projection", loc="left", fontsize=10, pad=16)
+    return fig
+
+
 def settings_text(rows) -> str:
     """The setting of every calibration row: model, device, dtype, batch, lengths, and for a
     diffusion decoder its tokens per pass and cache."""
@@ -209,7 +285,7 @@ def same_setting_text(rows) -> str:
 def hardware_text(devices=None) -> str:
     """Datasheet bandwidth, dense bf16 FLOP/s, ridge point, typical (effective) ridge and memory of
     every device with a published bf16 peak (devices: names; None: all of data/hardware.csv)."""
-    table = list(load_hardware_table().values()) if devices is None else _devices(devices)
+    table = list(load_hardware_table().values()) if devices is None else devices_named(devices)
     eff = TYPICAL_COMPUTE_EFFICIENCY / TYPICAL_BANDWIDTH_EFFICIENCY
     lines = [f"{'device':22s} {'GB/s':>6s} {'bf16 TFLOP/s':>13s} {'ridge FLOP/B':>13s} {'effective':>10s} {'GB':>5s}"]
     for hw in table:
@@ -220,74 +296,4 @@ def hardware_text(devices=None) -> str:
             f"{hw.device:22s} {hw.bandwidth_gb_s:6.0f} {hw.bf16_tflops_dense:13.0f} {ridge:13.0f} "
             f"{eff * ridge:10.0f} {hw.memory_gb:5g}"
         )
-    return "\n".join(lines)
-
-
-def claim_table(n: int = 1000, steps=(32, 256), devices=None, pairs=None) -> str:
-    """AR (KV cache) against an uncached dLLM making K passes over the whole N-token canvas, on
-    every device with a bf16 peak: AR's typical seconds and AR / dLLM latency ratios, typical
-    (ceiling), next to the bound min(N, effective ridge) / K. A model that does not fit says so."""
-    n = check_int(n, "n", 1)
-    if isinstance(steps, str) or not isinstance(steps, tuple | list) or len(steps) != 2:
-        raise ValueError(f"steps must be two pass counts K, e.g. (32, 256), got {steps!r}")
-    steps = [check_int(k, "each K in steps", 1, n) for k in steps]
-    pairs = PAIRS if pairs is None else pairs
-    if not isinstance(pairs, dict) or not pairs:
-        raise ValueError(f"pairs must be a dict {{label: (AR model, dLLM model)}}, got {pairs!r}")
-    table = [hw for hw in load_hardware_table().values() if hw.bf16_tflops_dense is not None]
-    table = table if devices is None else _devices(devices)
-    eff = TYPICAL_COMPUTE_EFFICIENCY / TYPICAL_BANDWIDTH_EFFICIENCY
-    k1, k2 = steps
-    lines = [
-        f"projection, N = {n}, no cache: AR / dLLM latency (above 1: the dLLM is faster), typical (ceiling); "
-        f"pass ratio N / K = {n / k1:.1f} and {n / k2:.1f}",
-        f"{'device':22s} {'pair':4s} {'AR (s)':>7s} {f'K = {k1}':>14s} {f'K = {k2}':>14s} "
-        f"{f'min(N, I*_eff)/{k1}':>18s}",
-    ]
-    ratios = []
-    for hw in table:
-        for pair, (ar_model, dllm_model) in pairs.items():
-            try:
-                check_fits(ar_model, hw, cached_positions=n + 1)
-            except ValueError as err:
-                lines.append(f"{hw.device:22s} {pair:4s} {str(err).split(': ', 1)[-1]}")
-                continue
-            ar, ar_c = ar_latency(n, ar_model, hw), ar_latency(n, ar_model, hw, **CEILING)
-            cells = []
-            for k in steps:
-                ratio = ar / dllm_latency(n, k, dllm_model, hw)
-                cells.append(f"{ratio:5.2f}x ({ar_c / dllm_latency(n, k, dllm_model, hw, **CEILING):5.2f}x)")
-                if k == k1:
-                    ratios.append((ratio, hw.device, pair))
-            bound = min(n, eff * hw.ridge_point()) / k1
-            lines.append(f"{hw.device:22s} {pair:4s} {ar:7.2f} {cells[0]:>14s} {cells[1]:>14s} {bound:18.1f}")
-    (lo, lo_dev, lo_pair), (hi, hi_dev, hi_pair) = min(ratios), max(ratios)
-    lines.append(
-        f"\nK = {k1}, typical: the dLLM is {lo:.1f}x ({lo_dev}, {lo_pair}) to {hi:.1f}x ({hi_dev}, {hi_pair}) faster; "
-        f"pass ratio {n / k1:.1f}x"
-    )
-    return "\n".join(lines)
-
-
-def cache_table(n: int = 1024, steps=(64, 256), devices=CACHE_DEVICES, block_length: int = 32) -> str:
-    """Llama-3-8B (AR) against LLaDA-8B, N tokens, K passes: AR / dLLM latency without a cache and
-    with Fast-dLLM's dual cache in blocks of `block_length`, typical."""
-    n = check_int(n, "n", 1)
-    block_length = check_int(block_length, "block_length", 1, n)
-    if isinstance(steps, str) or not isinstance(steps, tuple | list) or not steps:
-        raise ValueError(f"steps must be a list of pass counts K, e.g. (64, 256), got {steps!r}")
-    steps = [check_int(k, "each K in steps", 1, n) for k in steps]
-    lines = [
-        f"projection: Llama-3-8B (AR) vs LLaDA-8B (dLLM), N = {n}, blocks of {block_length}, typical: "
-        "AR / dLLM (above 1: dLLM faster)",
-        f"{'device':22s} {'K':>4s} {'passes/block':>12s} {'no cache':>9s} {'dual cache':>11s} {'N / K':>6s}",
-    ]
-    for hw in _devices(devices):
-        ar = ar_latency(n, "Llama-3-8B", hw)
-        for k in steps:
-            plain = dllm_latency(n, k, "LLaDA-8B", hw)
-            dual = dllm_latency(n, k, "LLaDA-8B", hw, block_length=block_length, cache="dual")
-            lines.append(
-                f"{hw.device:22s} {k:4d} {k * block_length // n:12d} {ar / plain:9.2f} {ar / dual:11.2f} {n / k:6.1f}"
-            )
     return "\n".join(lines)

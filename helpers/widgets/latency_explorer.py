@@ -57,17 +57,20 @@ def draw_latency_explorer(
     cache: str | None = None,
     dllm_model=EXPLORER_DEFAULTS["dllm_model"],
 ) -> LatencyCurves:
-    """Latency vs N on log-log axes: AR (red) and dLLM (blue) at the course's typical efficiency
-    (solid) and at the datasheet ceiling (dotted), and the dLLM as pass counting alone would have
-    it (grey dash-dot): where the blue curve leaves the grey one, passes stopped being free.
+    """Latency vs N on log-log axes: AR (red, filled circles) and dLLM (blue, hollow squares) at the
+    course's typical efficiency (solid) and at the datasheet ceiling (dotted), and the dLLM as pass
+    counting alone would have it (grey dash-dot): where the blue curve leaves the grey one, passes
+    stopped being free.
     Returns the curves drawn."""
     curves = latency_curves(
         hardware, model, dtype=dtype, batch=batch, steps=steps, n_max=n_max, cache=cache, dllm_model=dllm_model
     )
     hw, name, dllm_name = get_hardware(hardware), model_shape(model).name, model_shape(dllm_model).name
     kind = "no cache" if cache is None else f"dual cache, blocks of {EXPLORER_BLOCK}"
-    ax.plot(curves.n, curves.ar, "o-", color=AR_COLOR, label=f"AR ({name}), KV cache: N passes")
-    ax.plot(curves.n, curves.dllm, "s-", color=DLLM_COLOR, label=f"dLLM ({dllm_name}), K = {steps} passes, {kind}")
+    # AR's filled circles on top of the dLLM's hollow squares: where the two meet, both stay visible
+    ax.plot(curves.n, curves.ar, "o-", color=AR_COLOR, ms=5, zorder=4, label=f"AR ({name}), KV cache: N passes")
+    ax.plot(curves.n, curves.dllm, "s-", color=DLLM_COLOR, ms=8, mfc="white", mew=1.5, zorder=3,
+            label=f"dLLM ({dllm_name}), K = {steps} passes, {kind}")  # fmt: skip
     ax.plot(curves.n, curves.ar_ceiling, ":", color=AR_COLOR, lw=1.2)
     ax.plot(curves.n, curves.dllm_ceiling, ":", color=DLLM_COLOR, lw=1.2)
     ax.plot([], [], ":", color="black", label="dotted: ceiling (100 % of datasheet)")
