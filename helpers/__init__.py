@@ -27,7 +27,7 @@ matched_quality  the sweep of every sampler setting, documents kept; `python -m 
 speculative  speculative decoding: the rule, exact for any drafter, with the KV cache cropped;
              drafters (a small AR model, the language, the diffusion model); acceptance: alpha
              predicted exactly; speculative_sweep: `python -m helpers.speculative_sweep`;
-             speculative_cost: GPU projections
+             speculative_cost: where a decoder's time goes on the CPU (time_split), and GPU projections
 bench        (a package) `python -m helpers.bench`: this machine and the course's decoders, measured
 precision    the decode step with fp32, bf16 and int8 weights, timed in turn
 hf_compare   the course decoder against Hugging Face `generate` (needs transformers)

@@ -535,3 +535,106 @@ def test_the_shipped_sweep_is_reproduced(name):
     run, _ = run_documents(load_pretrained("ar"), make_drafter(name), QUALITY_GAMMA, 3)
     assert run.docs.tolist() == shipped.docs[:3].tolist()
     assert run.passes.tolist() == shipped.passes[:3].tolist()
+
+
+# ------------------------------------------------------------------ where the time goes (notebook 06, section 5)
+def test_time_split_counts_each_models_passes_and_puts_the_rest_in_everything_else():
+    import time
+
+    from helpers.speculative_cost import time_split
+
+    x = torch.tensor([[1, 2]])
+
+    def run():
+        with torch.inference_mode():
+            for _ in range(2):
+                target()(x)
+            for _ in range(3):
+                unrelated()(x)
+        time.sleep(0.002)  # outside every forward pass
+
+    splits = time_split({"both": (run, unrelated()), "alone": (lambda: target()(x), None)}, target(), repeat=3)
+    both, alone = splits["both"], splits["alone"]
+    assert (both.target_passes, both.draft_passes, alone.target_passes, alone.draft_passes) == (2, 3, 1, 0)
+    assert both.other >= 0.0019 and alone.draft_forward == 0.0
+    assert both.total == pytest.approx(both.target_forward + both.draft_forward + both.other)
+    assert not target()._forward_hooks and not target()._forward_pre_hooks  # the clocks are removed
+    assert not unrelated()._forward_hooks and not unrelated()._forward_pre_hooks
+
+
+def test_time_split_removes_its_clocks_when_a_run_fails_and_refuses_bad_arguments():
+    from helpers.speculative_cost import time_split
+
+    def broken():
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        time_split({"broken": (broken, None)}, target(), warmup=0)
+    assert not target()._forward_hooks and not target()._forward_pre_hooks
+    for decoders, message in [
+        ({}, "decoders must be a non-empty dict"),
+        ({"x": lambda: None}, r"decoders\['x'\] must be \(run, drafter\)"),
+        ({"x": (lambda: None, target())}, "other than the target"),
+        ({"x": (None, None)}, "run callable"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            time_split(decoders, target())
+    with pytest.raises(ValueError, match="target must be a helpers.model.Transformer"):
+        time_split({"x": (lambda: None, None)}, "AR")
+    with pytest.raises(ValueError, match="repeat"):
+        time_split({"x": (lambda: None, None)}, target(), repeat=0)
+
+
+def test_the_time_table_adds_up_and_gives_both_speed_ups():
+    from helpers.speculative_cost import TimeSplit
+    from helpers.views.speculative import time_split_text
+
+    splits = {
+        "AR model alone": TimeSplit(0.032, 0.0, 0.0032, 32, 0),
+        "small drafter, gamma 4": TimeSplit(0.0126, 0.0075, 0.0032, 7, 25),
+    }
+    header, ar, spec = time_split_text(splits, 32, "AR model alone").splitlines()
+    assert "passes only" in header and "measured" in header and "else per token" in header
+    assert "32 x 1.00 ms" in ar and ar.split()[-2:] == ["1.00x", "1.00x"]
+    assert "7 x 1.80 ms" in spec and "25 x 0.30 ms" in spec and "0.10 ms" in spec and "23.3 ms" in spec
+    assert spec.split()[-2:] == ["1.59x", "1.51x"]  # 32 / 20.1 ms of passes; 35.2 / 23.3 ms in all
+    with pytest.raises(ValueError, match="reference must be one of the timed decoders"):
+        time_split_text(splits, 32, "AR")
+
+
+# ------------------------------------------------------------------ notebook 06's tables and figure of section 3
+def test_the_prediction_tables_show_the_stored_run():
+    from helpers.speculative_sweep import load
+    from helpers.views.speculative import end_effect_text, prediction_text
+
+    data = load()
+    lines = prediction_text(data, gamma=8).splitlines()
+    assert len(lines) == 6 and "alpha pred / meas" in lines[0]
+    small = next(line for line in lines if line.startswith("small AR drafter"))
+    assert "0.989 / 0.991" in small and " 4.51 " in small and small.endswith("8.62 / 7.65 / 7.61")
+    assert lines[-1].endswith("alpha of its 1st to 4th drafted token 0.97, 0.72, 0.57, 0.44")
+    one_pass = next(line for line in end_effect_text(data, gamma=8).splitlines() if line.startswith("diffusion, one"))
+    assert one_pass.split()[-4:] == ["8.12", "7.24", "3.38", "3.45"]
+
+
+def test_the_acceptance_figure_draws_each_drafter_alike_in_both_panels():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from helpers.speculative_sweep import load
+    from helpers.views.speculative import draw_acceptance
+
+    fig, axes = plt.subplots(1, 2)
+    draw_acceptance(axes, load())
+    left_keys = {h.get_label(): h for h in axes[0].get_legend().legend_handles}
+    right_keys = {h.get_label(): h for h in axes[1].get_legend().legend_handles}
+    for label in ("small AR drafter", "diffusion, one pass", "diffusion, left to right"):
+        left, right = left_keys[label], right_keys[label]
+        assert left.get_marker() == right.get_marker() and left.get_linestyle() == right.get_linestyle() == "-"
+        assert left.get_markerfacecolor() == right.get_markerfacecolor()  # hollow for left to right, in both
+    assert left_keys["diffusion, left to right"].get_markerfacecolor() == "none"
+    assert left_keys["dotted: formula, one alpha (one for both diffusion drafters)"].get_linestyle() == ":"
+    assert left_keys["every draft accepted (32 positions)"].get_linestyle() == "--"
+    plt.close(fig)

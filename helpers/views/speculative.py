@@ -40,24 +40,24 @@ def canvas_ceiling(gamma: int, positions: int = 32) -> float:
     return positions / -(-positions // (gamma + 1))
 
 
-def acceptance_text(data: dict, gammas=(1, 2, 4, 8)) -> str:
-    """alpha predicted and measured per drafter, and tokens per target pass: the formula with one
-    alpha, the chain along real documents, and the measurement."""
+def prediction_text(data: dict, gamma: int = 8) -> str:
+    """Per drafter: alpha of a round's first drafted token, predicted and measured; tokens per
+    target pass measured at QUALITY_GAMMA; at `gamma`, the formula, the chain and the measurement.
+    Last, the one-pass diffusion drafter's alpha along its draft."""
+    i, j = GAMMAS.index(gamma), GAMMAS.index(QUALITY_GAMMA)
     lines = [
-        "alpha: a round's first drafted token, predicted / measured at gamma = 1",
-        "tokens per target pass: formula (one alpha) / chain along documents / measured",
-        f"{'drafter':26s} {'alpha':>13s}  " + "  ".join(f"{'gamma ' + str(g):>16s}" for g in gammas),
+        f"{'drafter':26s} {'alpha pred / meas':>17s} {'gamma ' + str(QUALITY_GAMMA) + ': measured':>18s}"
+        f" {'gamma ' + str(gamma) + ': formula / chain / measured':>36s}"
     ]
     for name in DRAFTERS:
-        rows, pred = rows_of(data, name), data["predicted"][name]
-        cells = []
-        for g in gammas:
-            r = rows[GAMMAS.index(g)]
-            measured = r["new_tokens"] / r["target_passes"]
-            i = GAMMAS.index(g)
-            cells.append(f"{pred['formula'][i]:4.2f}/{pred['chain'][i]:4.2f}/{measured:4.2f}")
+        pred, rows = data["predicted"][name], rows_of(data, name)
+        measured = [r["new_tokens"] / r["target_passes"] for r in rows]
         alpha = f"{pred['alpha']:.3f} / {measured_alpha(rows):.3f}"
-        lines.append(f"{DRAFTER_STYLE[name][0]:26s} {alpha}  " + "  ".join(f"{c:>16s}" for c in cells))
+        at_gamma = f"{pred['formula'][i]:.2f} / {pred['chain'][i]:.2f} / {measured[i]:.2f}"
+        lines.append(f"{DRAFTER_STYLE[name][0]:26s} {alpha:>17s} {measured[j]:18.2f} {at_gamma:>36s}")
+    along = data["predicted"][DRAFTERS[2]]["alpha_by_index"][:4]
+    lines.append(f"{DRAFTER_STYLE[DRAFTERS[2]][0]}: alpha of its 1st to 4th drafted token " + ", ".join(
+        f"{a:.2f}" for a in along))  # fmt: skip
     return "\n".join(lines)
 
 
@@ -68,7 +68,7 @@ def end_effect_text(data: dict, gamma: int = 8) -> str:
     lines = [
         f"gamma = {gamma}, tokens per target pass",
         f"{'drafter':26s} {'formula':>8s} {'+ canvas end':>12s} {'+ alpha by place':>16s} {'measured':>9s}",
-        "(alpha by place: along the sentence and along the draft)",
+        "(alpha by place: along the sentence and along the draft; with both, the chain)",
     ]
     for name in DRAFTERS:
         pred, r = data["predicted"][name], rows_of(data, name)[i]
@@ -86,27 +86,36 @@ def end_effect_text(data: dict, gamma: int = 8) -> str:
 
 def draw_acceptance(axes, data: dict) -> None:
     """Left: tokens per target pass against gamma, measured (markers) and predicted (the chain:
-    solid; the formula: dotted). Right: alpha of the i-th drafted token of a round."""
+    solid; the formula: dotted). Right: alpha of the i-th drafted token of a round. Every drafter
+    keeps one marker, hollow for the left-to-right diffusion drafter, in both panels."""
+    from matplotlib.lines import Line2D
+
     left, right = axes
+    keys = []
     for name in DRAFTERS:
         label, color, marker = DRAFTER_STYLE[name]
         rows, pred = rows_of(data, name), data["predicted"][name]
         measured = [r["new_tokens"] / r["target_passes"] for r in rows]
+        hollow = dict(mfc="none", mew=1.5) if name == DRAFTERS[3] else {}
         left.plot(GAMMAS, pred["formula"], ":", color=color, lw=1)
         left.plot(GAMMAS, pred["chain"], "-", color=color, lw=1.2, alpha=0.7)
-        hollow = dict(mfc="none", mew=1.5) if name == DRAFTERS[3] else {}
-        left.plot(GAMMAS, measured, marker, color=color, ms=5, ls="", label=label, zorder=3, **hollow)
+        left.plot(GAMMAS, measured, marker, color=color, ms=5, ls="", zorder=3, **hollow)
+        keys.append(Line2D([], [], color=color, marker=marker, ms=5, lw=1.2, label=label, **hollow))
         right.plot(
-            range(1, len(pred["alpha_by_index"]) + 1), pred["alpha_by_index"], marker + "-", color=color, label=label
-        )
-    left.plot([], [], "k:", lw=1, label="formula, one alpha (one line for both diffusion drafters)")
-    left.plot([], [], "k-", lw=1.2, alpha=0.7, label="chain along documents")
+            range(1, len(pred["alpha_by_index"]) + 1), pred["alpha_by_index"], marker + "-", color=color, label=label,
+            **hollow,
+        )  # fmt: skip
+    grey = "#777777"
+    keys += [
+        Line2D([], [], color=grey, ls="-", lw=1.2, label="solid: chain along documents"),
+        Line2D([], [], color=grey, ls=":", lw=1, label="dotted: formula, one alpha (one for both diffusion drafters)"),
+    ]
     ceiling = [canvas_ceiling(g) for g in GAMMAS]
-    left.plot(GAMMAS, ceiling, color="black", lw=0.7, ls="--", zorder=0, label="every draft accepted (32 positions)")
-    left.plot([], [], "ko", ms=5, ls="", label="markers: measured")
+    keys.append(left.plot(GAMMAS, ceiling, color="black", lw=0.7, ls="--", zorder=0)[0])
+    keys[-1].set_label("every draft accepted (32 positions)")
     left.set(xlabel="gamma (tokens drafted per round)", ylabel="tokens per target pass", xticks=list(GAMMAS))
-    left.set_title("Predicted against measured (256 documents a point, 1024 at gamma = 4)", loc="left", fontsize=9)
-    left.legend(fontsize=7, loc="upper left")
+    left.set_title("Markers measured (256 documents, 1024 at gamma = 4); lines predicted", loc="left", fontsize=9)
+    left.legend(handles=keys, fontsize=7, loc="upper left")
     right.set(xlabel="i (position in the draft)", ylabel="alpha of the i-th drafted token", ylim=(0, 1.02))
     right.set_xticks(list(GAMMAS))
     right.set_title("Acceptance along the draft (predicted)", loc="left", fontsize=9)
@@ -121,21 +130,14 @@ def first_two_tv(docs: np.ndarray, joint: np.ndarray) -> float:
 
 
 def quality_text(data: dict, reference: Run, target: Target, joint: np.ndarray) -> str:
-    """Every measure for the AR model itself and each drafter at QUALITY_GAMMA, with the match."""
-    head = (
-        f"{'decoder':34s} {'tok/pass':>8s} {'draft':>6s} {'valid':>7s} {'sentences':>9s} {'gap':>6s} "
-        f"{'TV(2 tok)':>9s}  matched"
-    )
-    lines = [f"speculative at gamma = {QUALITY_GAMMA}, 1024 documents each; AR alone is the reference", head]
-    # tok/pass: tokens per target pass
-    runs = {"AR model alone (T = 1)": (reference, 0.0)}
+    """Every measure for the AR model itself and each drafter at QUALITY_GAMMA, with the match.
+    Speed is left to section 3: this table is about exactness."""
+    head = f"{'decoder':34s} {'valid':>7s} {'sentences':>9s} {'gap':>6s} {'TV(2 tok)':>9s}  matched"
+    lines = [head]
+    runs = {"AR model alone (T = 1)": reference}
     for name in (*DRAFTERS, BROKEN):
-        row = next(r for r in data["sweep"] if r["drafter"] == name and r["gamma"] == QUALITY_GAMMA)
-        runs[DRAFTER_STYLE.get(name, ("greedy draft, softmax as q (bug)",))[0]] = (
-            data["quality"][name],
-            row["draft_passes"] / row["n"],
-        )
-    for label, (run, draft) in runs.items():
+        runs[DRAFTER_STYLE.get(name, ("greedy draft, softmax as q (bug)",))[0]] = data["quality"][name]
+    for label, run in runs.items():
         q = run.quality
         held = margins(run, reference, target)
         matched = (
@@ -144,11 +146,9 @@ def quality_text(data: dict, reference: Run, target: Target, joint: np.ndarray) 
             else "fails " + ", ".join(k for k in MEASURES if held[k] < 0)
         )
         lines.append(
-            f"{label:34s} {run.tokens_per_pass:8.2f} {draft:6.1f} {100 * q.validity[0]:6.1f}% {q.sentences[0]:9.2f} "
-            f"{q.sentence_gap[0]:+6.2f} {first_two_tv(run.docs, joint):9.3f}  {matched}"
+            f"{label:34s} {100 * q.validity[0]:6.1f}% {q.sentences[0]:9.2f} {q.sentence_gap[0]:+6.2f} "
+            f"{first_two_tv(run.docs, joint):9.3f}  {matched}"
         )
-    lines.append("tok/pass: tokens per target pass; draft: drafter passes per document (the language costs none)")
-    lines.append("gap: bits per sentence against the exact entropy")
     return "\n".join(lines)
 
 
@@ -215,15 +215,35 @@ def tv_noise(joint: np.ndarray, n: int, draws: int = 200, seed: int = 0) -> tupl
 def pass_cost_text(data: dict, draft_cost: dict[str, float]) -> str:
     """Speed-up over AR if every pass costs its model's bytes, as on a bandwidth-bound GPU: a round
     is its drafter passes at cost c each (draft bytes / target bytes) plus one target pass."""
-    lines = [
-        f"gamma = {QUALITY_GAMMA}; every pass priced by its weights' bytes, as if bandwidth-bound",
-        f"{'drafter':26s} {'tok/target pass':>15s} {'draft passes/round':>18s} {'c':>7s} {'speed-up':>9s}",
-    ]
+    lines = [f"{'drafter':26s} {'tok/target pass':>15s} {'draft passes/round':>18s} {'c':>7s} {'speed-up':>9s}"]
     for name in DRAFTERS:
         r = next(r for r in data["sweep"] if r["drafter"] == name and r["gamma"] == QUALITY_GAMMA)
         tokens, per_round, c = r["new_tokens"] / r["target_passes"], r["draft_passes"] / r["rounds"], draft_cost[name]
         speed = tokens / (per_round * c + 1)
         lines.append(f"{DRAFTER_STYLE[name][0]:26s} {tokens:15.2f} {per_round:18.2f} {c:7.3f} {speed:8.2f}x")
+    return "\n".join(lines)
+
+
+def time_split_text(splits: dict, tokens: int, reference: str) -> str:
+    """Where each decoder's time per document goes (helpers.speculative_cost.time_split): forward
+    passes of the target and of the drafter (count x median time), everything else per token
+    written, the total, and the speed-up over `reference` from the passes alone and measured."""
+    if reference not in splits:
+        raise ValueError(f"reference must be one of the timed decoders {list(splits)}, got {reference!r}")
+    base = splits[reference]
+    head = (
+        f"{'decoder':40s} {'target passes':>14s} {'drafter passes':>15s} {'else per token':>14s} {'total':>8s}"
+        f"  {'speed-up: passes only':>21s} {'measured':>9s}"
+    )
+    lines = [head]
+    for name, t in splits.items():
+        target = f"{t.target_passes:3.0f} x {1e3 * t.target_forward / max(t.target_passes, 1):.2f} ms"
+        draft = f"{t.draft_passes:3.0f} x {1e3 * t.draft_forward / t.draft_passes:.2f} ms" if t.draft_passes else "-"
+        passes_only = (base.target_forward + base.draft_forward) / (t.target_forward + t.draft_forward)
+        lines.append(
+            f"{name:40s} {target:>14s} {draft:>15s} {1e3 * t.other / tokens:11.2f} ms {1e3 * t.total:5.1f} ms"
+            f"  {passes_only:20.2f}x {base.total / t.total:8.2f}x"
+        )
     return "\n".join(lines)
 
 
