@@ -3,17 +3,24 @@
     python -m helpers.student_copy OUT
 
 writes OUT/<name>.ipynb for every notebooks/0*.ipynb, without the cells tagged `solution` (the
-folded reference of each stub exercise and the answers of the "Going deeper" exercises), and
-OUT/README.md. Everything else stays as committed: the stubs, their checks, the outputs. The
-notebooks still import `helpers`, so the copy runs in the course's virtual environment; their
-links such as ../helpers/ar.py resolve when OUT sits at the course's root, next to notebooks/.
-tests/test_student_copy.py checks that every solution is tagged and that none survives.
+folded reference of each stub exercise and the answers of the "Going deeper" exercises), with the
+outputs of the cells tagged `answer` cleared (the cells whose output answers a "Predict before you
+run" question or an exercise), and OUT/README.md. Everything else stays as committed: the stubs,
+their checks, the other outputs. The notebooks still import `helpers`, so the copy runs in the
+course's virtual environment; their links such as ../helpers/ar.py resolve when OUT sits at the
+course's root, next to notebooks/.
+
+`leaks(notebooks)` lists what a copy still gives away: a line of a reference solution, an answer
+cell with its output, a prediction whose cell is not tagged `answer`, a giveaway named in
+GIVEAWAYS before the exercise it gives away, and a pointer to folded solutions the copy lacks.
+tests/test_student_copy.py runs it on the copy, and plants one leak of each kind to see it found.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -21,16 +28,48 @@ from nbconvert.preprocessors import TagRemovePreprocessor
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 SOLUTION_TAG = "solution"
+ANSWER_TAG = "answer"  # a cell whose output answers a prediction or an exercise: cleared in the copy
+PREDICT = "**Predict before you run.**"
 README = """\
 # Typewriter and Editor: student copy
 
-The course's notebooks without their solutions, made by `python -m helpers.student_copy`.
-They import the course's `helpers` package: open them from the course's virtual environment
-(`.venv`), and put this folder at the course's root, next to `notebooks/`, so that links such as
-`../helpers/ar.py` resolve. The solutions are in the full course, in `notebooks/`.
-"""
+The course's notebooks without their solutions, made by `python -m helpers.student_copy`: the
+folded solutions are gone, and the outputs that answer a "Predict before you run" question are
+cleared (run the cell to see them). They import the course's `helpers` package: open them from the
+course's virtual environment (`.venv`), and put this folder at the course's root, next to
+`notebooks/`, so that links such as `../helpers/ar.py` resolve.
 
-__all__ = ["SOLUTION_TAG", "course_size", "make_student_copy", "notebook_paths", "strip_solutions"]
+The reference answers live in `helpers/solutions/` (one module per notebook; the notebooks use
+them after each exercise, so that they run top to bottom with your stubs unfilled) and in the
+full notebooks, in `notebooks/`. Try the exercises before you look.
+"""
+# Text that would give an exercise away if a learner saw it before attempting it: (notebook,
+# exercise, pattern). A leak when found in any cell before the exercise's folded solution.
+GIVEAWAYS = [
+    ("01_chain_rule", "sample_sentence", r"rng\.choice\(len\("),
+    ("03_masked_diffusion", "tokens_per_step", r"\beven_split\b"),
+    ("03_masked_diffusion", "commit_most_confident", r"argsort\(\)\.argsort\(\)"),
+    ("04_roofline", "predicted_step_seconds", r"\(weights? \+ KV( bytes)?\) / bandwidth|\(weight_bytes \+ kv_bytes\)"),
+    (
+        "04_roofline",
+        "crossover_width",
+        r"peak (x|\*|×) bytes per weight|peak_flops \* bytes_per_weight|2 x the ridge",
+    ),
+    ("06_speculative", "acceptance_rate", r"\\min\(p(\(x\))?, q(\(x\))?\)|np\.minimum\(p, q\)|1 - \\mathrm\{TV\}"),
+    ("06_speculative", "more exercises, 2", r"where it loses"),  # the drafter of "Going deeper" exercise 2
+]
+NO_FOLDED = re.compile(r"solution folded below|folded solution", re.I)  # the copy has none to point to
+
+__all__ = [
+    "ANSWER_TAG",
+    "GIVEAWAYS",
+    "SOLUTION_TAG",
+    "course_size",
+    "leaks",
+    "make_student_copy",
+    "notebook_paths",
+    "strip_solutions",
+]
 
 
 def notebook_paths(notebooks_dir=None) -> list[Path]:
@@ -46,10 +85,74 @@ def notebook_paths(notebooks_dir=None) -> list[Path]:
 
 
 def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook without its cells tagged `solution`, every other cell untouched."""
+    """The notebook without its cells tagged `solution`, and with the outputs of the cells tagged
+    `answer` cleared; every other cell untouched."""
     remove = TagRemovePreprocessor(remove_cell_tags={SOLUTION_TAG})
     nb, _ = remove.preprocess(nb, {})
+    for cell in nb.cells:
+        if ANSWER_TAG in cell.metadata.get("tags", []):
+            cell.outputs, cell.execution_count = [], None
     return nb
+
+
+def _tags(cell) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def _long_lines(text: str) -> set[str]:
+    """Stripped lines longer than 20 characters: shorter ones (`return seq`) are everyday code."""
+    return {line.strip() for line in text.splitlines() if len(line.strip()) > 20}
+
+
+def _shown(cell) -> str:
+    """What a learner sees of a cell: its source and the text of its outputs."""
+    texts = [cell.source]
+    for output in cell.get("outputs", []):
+        texts += [str(output.get("text", "")), str(output.get("data", {}).get("text/plain", ""))]
+    return "\n".join(texts)
+
+
+def _solution_lines() -> set[str]:
+    """Every long line of the reference solutions, but their signature and docstring, which the
+    stubs show too, and imports."""
+    import inspect
+
+    from helpers import solutions
+
+    lines = set()
+    for _, function in inspect.getmembers(solutions, inspect.isfunction):
+        source = inspect.getsource(function)
+        body = source.split('"""', 2)[-1] if '"""' in source else source  # after the docstring
+        lines |= {line for line in _long_lines(body) if not line.startswith(("from ", "import "))}
+    return lines
+
+
+def leaks(notebooks: dict[str, nbformat.NotebookNode]) -> list[str]:
+    """What a student copy (name -> notebook, solutions already removed) still gives away."""
+    found, solution_lines = [], _solution_lines()
+    for name, nb in notebooks.items():
+        stem = name.removesuffix(".ipynb")
+        for i, cell in enumerate(nb.cells):
+            shown = _shown(cell)
+            for line in sorted(solution_lines & _long_lines(shown)):
+                found.append(f"{stem} cell {i}: a line of a reference solution: {line!r}")
+            if ANSWER_TAG in _tags(cell) and cell.get("outputs"):
+                found.append(f"{stem} cell {i}: an answer cell still shows its output")
+            if cell.cell_type == "markdown" and PREDICT in cell.source:
+                answer = next((c for c in nb.cells[i + 1 :] if c.cell_type == "code"), None)
+                if answer is None or ANSWER_TAG not in _tags(answer):
+                    found.append(f"{stem} cell {i}: the cell after a prediction is not tagged {ANSWER_TAG!r}")
+            if NO_FOLDED.search(cell.source):
+                found.append(f"{stem} cell {i}: points to a folded solution the copy does not have")
+        for notebook, exercise, pattern in GIVEAWAYS:
+            if notebook != stem:
+                continue
+            stub = next((i for i, c in enumerate(nb.cells) if f"def {exercise}(" in c.source), None)
+            check = stub + 1 if stub is not None else len(nb.cells)
+            for i, cell in enumerate(nb.cells[: check + 1]):
+                if re.search(pattern, _shown(cell)):
+                    found.append(f"{stem} cell {i}: gives {exercise} away before its check ({pattern})")
+    return found
 
 
 def course_size(paths) -> tuple[int, int]:

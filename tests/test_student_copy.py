@@ -10,6 +10,7 @@ never collects one.
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -22,7 +23,16 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from helpers import solutions
-from helpers.student_copy import SOLUTION_TAG, course_size, main, make_student_copy, notebook_paths
+from helpers.student_copy import (
+    ANSWER_TAG,
+    GIVEAWAYS,
+    SOLUTION_TAG,
+    course_size,
+    leaks,
+    main,
+    make_student_copy,
+    notebook_paths,
+)
 
 FULL = {path.name: nbformat.read(path, as_version=4) for path in notebook_paths()}
 NOT_ATTEMPTED = "not attempted yet"
@@ -113,11 +123,94 @@ def test_no_solution_survives(student):
         assert not [cell for cell in nb.cells if is_solution(cell) or "<details>" in cell.source], name
 
 
+def is_answer(cell) -> bool:
+    return ANSWER_TAG in cell.metadata.get("tags", [])
+
+
 def test_the_copy_is_the_course_less_its_solution_cells(copy_dir, student):
     assert sorted(p.name for p in copy_dir.iterdir()) == sorted([*FULL, "README.md"])
     for name, nb in student.items():
-        assert nb.cells == [cell for cell in FULL[name].cells if not is_solution(cell)], name
+        kept = [cell for cell in FULL[name].cells if not is_solution(cell)]
+        assert len(nb.cells) == len(kept), name
+        for cell, full in zip(nb.cells, kept, strict=True):
+            if is_answer(full):  # the same cell, its output cleared
+                assert cell.source == full.source and cell.outputs == [] and full.outputs, (name, cell.id)
+            else:
+                assert cell == full, (name, cell.id)
         assert nb.metadata == FULL[name].metadata, name  # the saved widget state too
+
+
+# ------------------------------------------------------------------ what the copy gives away
+def test_the_copy_gives_nothing_away(student):
+    assert leaks(student) == []
+    answered = sum(is_answer(cell) for nb in FULL.values() for cell in nb.cells)
+    predictions = sum("**Predict before you run.**" in cell.source for nb in FULL.values() for cell in nb.cells)
+    assert answered >= predictions >= 6  # every prediction's cell, at least
+
+
+def _planted(student, name, index, change):
+    copy = {n: nbformat.from_dict(json.loads(json.dumps(nb))) for n, nb in student.items()}
+    change(copy[name].cells[index] if index is not None else copy[name])
+    return [leak for leak in leaks(copy) if leak.startswith(name.removesuffix(".ipynb"))]
+
+
+def _first(nb, test) -> int:
+    return next(i for i, cell in enumerate(nb.cells) if test(cell))
+
+
+def test_a_planted_leak_of_each_kind_is_found(student):
+    nb01, nb02, nb00 = student["01_chain_rule.ipynb"], student["02_ar_decoder.ipynb"], student["00_start_here.ipynb"]
+    reference = inspect.getsource(solutions.attend_with_cache).splitlines()[-3]  # a line of a solution
+    cases = {
+        "a line of a reference solution": ("02_ar_decoder.ipynb", 0, lambda c: setattr(c, "source", reference)),
+        "an answer cell still shows its output": (
+            "01_chain_rule.ipynb",
+            _first(nb01, is_answer),
+            lambda c: c.outputs.append(nbformat.v4.new_output("stream", text="about 1 row in 77,650\n")),
+        ),
+        "not tagged 'answer'": (
+            "02_ar_decoder.ipynb",
+            _first(nb02, is_answer),
+            lambda c: c.metadata.update(tags=[]),
+        ),
+        "points to a folded solution": ("00_start_here.ipynb", len(nb00.cells) - 1,
+                                        lambda c: setattr(c, "source", c.source + " The solution folded below.")),
+        "gives sample_sentence away": (
+            "01_chain_rule.ipynb",
+            0,
+            lambda c: setattr(c, "source", c.source + "\nUse rng.choice(len(p), p=p)."),
+        ),
+        "gives tokens_per_step away": (
+            "03_masked_diffusion.ipynb",
+            1,
+            lambda c: setattr(c, "source", "from helpers.diffusion import even_split\n" + c.source),
+        ),
+        "gives predicted_step_seconds away": (
+            "04_roofline.ipynb",
+            0,
+            lambda c: setattr(c, "source", c.source + "\n✓ agrees with (weights + KV bytes) / bandwidth"),
+        ),
+        "gives crossover_width away": (
+            "04_roofline.ipynb",
+            0,
+            lambda c: setattr(c, "source", c.source + "\nW* = peak x bytes per weight / (2 x bandwidth)"),
+        ),
+        "gives acceptance_rate away": (
+            "06_speculative.ipynb",
+            0,
+            lambda c: setattr(c, "source", c.source + "\n$\\alpha = \\sum_x \\min(p(x), q(x))$"),
+        ),
+        "gives more exercises, 2 away": (
+            "06_speculative.ipynb",
+            0,
+            lambda c: setattr(c, "source", c.source + "\nExercise 2 tries the same fix here, where it loses."),
+        ),
+    }  # fmt: skip
+    for kind, (name, index, change) in cases.items():
+        found = _planted(student, name, index, change)
+        assert any(kind in leak for leak in found), (kind, found)
+    planted = {kind.removeprefix("gives ").removesuffix(" away") for kind in cases if kind.startswith("gives ")}
+    assert planted == {exercise for _, exercise, _ in GIVEAWAYS} - {"commit_most_confident"}
 
 
 def test_every_stub_and_its_check_survive(student):
@@ -148,6 +241,7 @@ def test_the_command_line_reports_both_sizes(tmp_path, capsys):
 def test_the_readme_says_what_the_copy_needs(copy_dir):
     readme = (copy_dir / "README.md").read_text()
     assert "without their solutions" in readme and "helpers" in readme and "`notebooks/`" in readme
+    assert "reference answers live in `helpers/solutions/`" in readme and "full notebooks" in readme
 
 
 @pytest.mark.parametrize(
