@@ -35,7 +35,8 @@ def describe(device: torch.device) -> str:
         return f"cuda ({cuda.name()})"
     if device.type == "mps":
         return "mps (Apple GPU)"
-    return f"cpu ({torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"cpu ({threads} thread{'s' if threads != 1 else ''})"
 
 
 def as_device(device) -> torch.device:

@@ -4,14 +4,15 @@
 
 writes OUT/<name>.ipynb for every notebooks/0*.ipynb, without the cells tagged `solution` (the
 folded reference of each stub exercise and the answers of the "Going deeper" exercises), with the
-outputs of the cells tagged `answer` cleared (the cells whose output answers a "Predict before you
-run" question or an exercise), and OUT/README.md. Everything else stays as committed: the stubs,
+outputs of the code cells tagged `answer` cleared (those whose output answers a "Predict before
+you run" question or an exercise) and the markdown cells tagged `answer` (the text that reads such
+an output) folded, and OUT/README.md. Everything else stays as committed: the stubs,
 their checks, the other outputs. The notebooks still import `helpers`, so the copy runs in the
 course's virtual environment; their links such as ../helpers/ar.py resolve when OUT sits at the
 course's root, next to notebooks/.
 
 `leaks(notebooks)` lists what a copy still gives away: a line of a reference solution, an answer
-cell with its output, a prediction whose cell is not tagged `answer`, a giveaway named in
+cell with its output or its reading unfolded, a prediction whose cell is not tagged `answer`, a giveaway named in
 GIVEAWAYS before the exercise it gives away, and a pointer to folded solutions the copy lacks.
 tests/test_student_copy.py runs it on the copy, and plants one leak of each kind to see it found.
 """
@@ -28,16 +29,18 @@ from nbconvert.preprocessors import TagRemovePreprocessor
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 SOLUTION_TAG = "solution"
-ANSWER_TAG = "answer"  # a cell whose output answers a prediction or an exercise: cleared in the copy
+ANSWER_TAG = "answer"  # a cell that answers a prediction or an exercise: output cleared, or text folded, in the copy
+FOLD = "<details><summary>What the cell above shows (run it first, then open this)</summary>\n\n{}\n\n</details>"
 PREDICT = "**Predict before you run.**"
 README = """\
 # Typewriter and Editor: student copy
 
 The course's notebooks without their solutions, made by `python -m helpers.student_copy`: the
 folded solutions are gone, and the outputs that answer a "Predict before you run" question are
-cleared (run the cell to see them). They import the course's `helpers` package: open them from the
-course's virtual environment (`.venv`), and put this folder at the course's root, next to
-`notebooks/`, so that links such as `../helpers/ar.py` resolve.
+cleared (run the cell to see them), with the text that reads them folded just below. They import
+the course's `helpers` package: open them from the course's virtual environment (`.venv`), and put
+this folder at the course's root, next to `notebooks/`, so that links such as `../helpers/ar.py`
+resolve.
 
 The reference answers live in `helpers/solutions/` (one module per notebook; the notebooks use
 them after each exercise, so that they run top to bottom with your stubs unfilled) and in the
@@ -85,13 +88,17 @@ def notebook_paths(notebooks_dir=None) -> list[Path]:
 
 
 def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook without its cells tagged `solution`, and with the outputs of the cells tagged
-    `answer` cleared; every other cell untouched."""
+    """The notebook without its cells tagged `solution`; of the cells tagged `answer`, the code
+    cells' outputs cleared and the markdown cells (the text that reads an answer's output) folded
+    under a summary, so that a learner opens them after running; every other cell untouched."""
     remove = TagRemovePreprocessor(remove_cell_tags={SOLUTION_TAG})
     nb, _ = remove.preprocess(nb, {})
     for cell in nb.cells:
         if ANSWER_TAG in cell.metadata.get("tags", []):
-            cell.outputs, cell.execution_count = [], None
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+            elif not cell.source.startswith("<details>"):
+                cell.source = FOLD.format(cell.source)
     return nb
 
 
@@ -138,6 +145,8 @@ def leaks(notebooks: dict[str, nbformat.NotebookNode]) -> list[str]:
                 found.append(f"{stem} cell {i}: a line of a reference solution: {line!r}")
             if ANSWER_TAG in _tags(cell) and cell.get("outputs"):
                 found.append(f"{stem} cell {i}: an answer cell still shows its output")
+            if ANSWER_TAG in _tags(cell) and cell.cell_type == "markdown" and not cell.source.startswith("<details>"):
+                found.append(f"{stem} cell {i}: an answer's reading is shown unfolded")
             if cell.cell_type == "markdown" and PREDICT in cell.source:
                 answer = next((c for c in nb.cells[i + 1 :] if c.cell_type == "code"), None)
                 if answer is None or ANSWER_TAG not in _tags(answer):

@@ -120,7 +120,8 @@ def test_no_solution_survives(student):
     for name, nb in student.items():
         leaked = sorted(lines & lines_seen(nb))
         assert not leaked, f"{name} still shows solution lines: {leaked[:3]}"
-        assert not [cell for cell in nb.cells if is_solution(cell) or "<details>" in cell.source], name
+        folded = [cell for cell in nb.cells if "<details>" in cell.source and not is_answer(cell)]
+        assert not [cell for cell in nb.cells if is_solution(cell)] and not folded, name
 
 
 def is_answer(cell) -> bool:
@@ -133,8 +134,10 @@ def test_the_copy_is_the_course_less_its_solution_cells(copy_dir, student):
         kept = [cell for cell in FULL[name].cells if not is_solution(cell)]
         assert len(nb.cells) == len(kept), name
         for cell, full in zip(nb.cells, kept, strict=True):
-            if is_answer(full):  # the same cell, its output cleared
+            if is_answer(full) and full.cell_type == "code":  # the same cell, its output cleared
                 assert cell.source == full.source and cell.outputs == [] and full.outputs, (name, cell.id)
+            elif is_answer(full):  # the same text, folded under a summary
+                assert cell.source.startswith("<details>") and full.source in cell.source, (name, cell.id)
             else:
                 assert cell == full, (name, cell.id)
         assert nb.metadata == FULL[name].metadata, name  # the saved widget state too
@@ -167,6 +170,11 @@ def test_a_planted_leak_of_each_kind_is_found(student):
             "01_chain_rule.ipynb",
             _first(nb01, is_answer),
             lambda c: c.outputs.append(nbformat.v4.new_output("stream", text="about 1 row in 77,650\n")),
+        ),
+        "an answer's reading is shown unfolded": (
+            "01_chain_rule.ipynb",
+            _first(nb01, lambda c: c.cell_type == "markdown" and is_answer(c)),
+            lambda c: setattr(c, "source", "One valid row in 77,650."),
         ),
         "not tagged 'answer'": (
             "02_ar_decoder.ipynb",

@@ -83,6 +83,7 @@ def draw_typewriter_step(
     ax.set_xticks(range(len(shown)), [lang.vocab[t] for t in shown], rotation=30, ha="right")
     ax.set_ylim(0, 1.12)
     ax.set_ylabel("P(next token | typed so far)")
+    ax.set_xlabel("next token: the most likely ones, the drawn one in red (same scale at every step)")
     picked = list(shown).index(now.token)
     ax.annotate(f"{now.probs[now.token]:.3f}", (picked, now.probs[now.token]), ha="center", va="bottom")
 
