@@ -140,9 +140,15 @@ def test_the_views_show_the_split_and_the_limit(sweeps):
     exact, trained = sweeps
     target = target_from(trained.ar)
     table = sources.split_table(exact, trained)
-    assert table.count("\n") == 3 + 8 and "random          1    83.0   -17.0       0       0" in table
+    assert table.count("\n") == 4 + 8 and "random          1    83.0   -17.0       0       0" in table
+    summary = sources.split_summary(exact, trained)
+    assert "-52.1" in summary and "(-0.2)" in summary and "-20.3" in summary  # the numbers section 5.2 reads
     limit = sources.limit_table(exact, trained, trained.ar, target)
-    assert "threshold, entropy" in limit and "1.09 (" in limit and "never (length, diversity)" in limit
+    assert "threshold, entropy" in limit and "1.09 ± 0.03, settings 1.08-1.16" in limit
+    assert "never (length, diversity)" in limit
+    short = sources.limit_summary(exact, trained, trained.ar, target)
+    assert "threshold in entropy order: 1.09 (settings 1.08 and 1.16)" in short
+    assert "trained model, never with any of the 7 samplers" in short and "alone: 1.32" in short
     best = max(tokens_per_pass_at(curve(exact, name), trained.ar, target).tokens_per_pass or 0 for name in exact.runs)
     assert 1.0 < best < 1.2  # the language's own limit at the AR model's quality
     assert "0.00 ±  0.00" in sources.commit_bits_table(exact.meta["commit_bits"])

@@ -9,6 +9,7 @@ probability ALPHA (below), and the broken rules fail it by many orders of magnit
 
 import copy
 import math
+import re
 from functools import cache
 
 import pytest
@@ -602,6 +603,25 @@ def test_the_time_table_adds_up_and_gives_both_speed_ups():
         time_split_text(splits, 32, "AR")
 
 
+def test_the_time_lost_adds_up_to_the_total_and_names_the_largest_part():
+    from helpers.speculative_cost import TimeSplit
+    from helpers.views.speculative import time_lost_text
+
+    splits = {
+        "AR model alone": TimeSplit(0.032, 0.0, 0.0032, 32, 0),  # 1 ms a step, 0.1 ms a token besides
+        "small drafter, gamma 4": TimeSplit(0.0126, 0.0075, 0.0032, 7, 25),
+    }
+    header, spec = time_lost_text(splits, "AR model alone").splitlines()
+    assert "dearer target passes" in header and "drafter passes" in header and header.endswith("largest")
+    numbers = [float(x) for x in re.findall(r"(-?\d+\.\d) ms", spec)]
+    assert numbers == [7.7, 5.6, 7.5, 2.5, 23.3]  # 7 x 1.1 ms; 12.6 - 7; 7.5; 3.2 - 0.7; their sum
+    assert spec.endswith("drafter passes")  # 7.5 ms, the largest of the three
+    with pytest.raises(ValueError, match="reference must be one of the timed decoders"):
+        time_lost_text(splits, "AR")
+    with pytest.raises(ValueError, match="must run the target at least once"):
+        time_lost_text({"none": TimeSplit(0.0, 0.0, 0.001, 0, 0)}, "none")
+
+
 # ------------------------------------------------------------------ notebook 06's tables and figure of section 3
 def test_the_prediction_tables_show_the_stored_run():
     from helpers.speculative_sweep import load
@@ -628,13 +648,46 @@ def test_the_acceptance_figure_draws_each_drafter_alike_in_both_panels():
 
     fig, axes = plt.subplots(1, 2)
     draw_acceptance(axes, load())
-    left_keys = {h.get_label(): h for h in axes[0].get_legend().legend_handles}
+    legends = [axes[0].get_legend(), *(a for a in axes[0].artists if hasattr(a, "legend_handles"))]
+    left_keys = {h.get_label(): h for legend in legends for h in legend.legend_handles}
     right_keys = {h.get_label(): h for h in axes[1].get_legend().legend_handles}
-    for label in ("small AR drafter", "diffusion, one pass", "diffusion, left to right"):
+    for label in ("small AR drafter", "the language itself", "diffusion, one pass", "diffusion, left to right"):
         left, right = left_keys[label], right_keys[label]
-        assert left.get_marker() == right.get_marker() and left.get_linestyle() == right.get_linestyle() == "-"
-        assert left.get_markerfacecolor() == right.get_markerfacecolor()  # hollow for left to right, in both
+        assert left.get_marker() == right.get_marker() and left.get_color() == right.get_color()
+        assert left.get_linestyle() == "None" and right.get_linestyle() == "-"  # measured: markers; alpha: a line
+        assert left.get_markerfacecolor() == right.get_markerfacecolor()  # hollow but the small drafter, in both
     assert left_keys["diffusion, left to right"].get_markerfacecolor() == "none"
-    assert left_keys["dotted: formula, one alpha (one for both diffusion drafters)"].get_linestyle() == ":"
-    assert left_keys["every draft accepted (32 positions)"].get_linestyle() == "--"
+    assert left_keys["dotted: the formula (one line for both diffusion drafters)"].get_linestyle() == ":"
+    assert left_keys["dashed: every draft accepted (32 positions)"].get_linestyle() == "--"
+    zoom = next(child for child in axes[1].child_axes)  # the inset that spreads the drafters near alpha = 1
+    assert zoom.get_ylim() == (0.97, 1.0) and len(zoom.lines) == 3
     plt.close(fig)
+
+
+def test_the_drafters_differ_in_colour_from_each_other_and_from_notebook_03s_samplers():
+    from helpers.views.speculative import DRAFTER_STYLE
+    from helpers.views.sweep import STYLE
+
+    drafters = [color for _, color, _ in DRAFTER_STYLE.values()]
+    assert len(set(drafters)) == 4
+    samplers = {color for _, color, _ in STYLE.values()}
+    assert DRAFTER_STYLE["diffusion, left to right"][1] not in samplers  # not the amber of the random sampler
+
+
+def test_the_quality_table_shows_the_drafters_asked_for():
+    from helpers.matched_quality import load_sweep
+    from helpers.matching import target_from
+    from helpers.speculative_sweep import BROKEN, DRAFTERS, load
+    from helpers.toylang import LANG
+    from helpers.views.speculative import quality_text
+
+    data, sweep = load(), load_sweep()
+    vocab = len(LANG.vocab)
+    joint = torch.full((vocab, vocab), 1 / vocab**2, dtype=torch.float64).numpy()  # any joint: TV is not asserted
+    lines = quality_text(data, sweep.ar, target_from(sweep.ar), joint).splitlines()
+    assert len(lines) == 2 + len(DRAFTERS) and all(line.endswith("all three") for line in lines[1:])
+    bug = quality_text(data, sweep.ar, target_from(sweep.ar), joint, drafters=[BROKEN]).splitlines()
+    assert len(bug) == 3 and bug[-1].startswith("greedy draft, softmax as q (bug)") and "fails diversity" in bug[-1]
+    for wrong in ([], "small AR model", ["a drafter"], 3):
+        with pytest.raises(ValueError, match="drafters must be a non-empty list"):
+            quality_text(data, sweep.ar, target_from(sweep.ar), joint, drafters=wrong)

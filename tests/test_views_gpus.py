@@ -28,8 +28,16 @@ def test_the_launch_table_bounds_mbu_by_both_floors():
     assert "0.055 ms" in gpt2 and "0.88-1.76 ms" in gpt2 and "3-6 %" in gpt2
     assert "0.18-0.53 ms" in gpt2 and "11-32 %" in gpt2 and "1.5 MB" in gpt2
     assert "64-100 %" in wide and wide.rstrip().endswith(" 100 %") and "30.8 MB" in wide
+    summary = views.launch_summary(steps, "NVIDIA H200", launch_s=(5e-6, 10e-6), kernel_s=(1e-6, 3e-6))
+    assert summary.count("\n") == 4  # a title, then two lines per shape
+    assert "GPT-2 small: 0.27 GB in 176 kernels, memory time 0.055 ms" in summary
+    assert "eager, launches 0.88-1.76 ms: MBU at most 3-6 %;" in summary
+    assert "one CUDA graph, kernels 0.18-0.53 ms: MBU at most 11-32 %" in summary
+    assert summary.splitlines()[-1].endswith("MBU at most 100 %")
     with pytest.raises(ValueError, match="launch_s must be a \\(low, high\\) pair"):
         views.launch_table(steps, launch_s=5e-6)
+    with pytest.raises(ValueError, match="low <= high"):
+        views.launch_summary(steps, kernel_s=(3e-6, 1e-6))
     with pytest.raises(ValueError, match="low <= high"):
         views.launch_table(steps, kernel_s=(3e-6, 1e-6))
     with pytest.raises(ValueError, match="must be \\(ModelConfig, kernels per step\\)"):
@@ -108,6 +116,21 @@ def test_the_device_tables_agree_with_the_latency_model():
         pass_ratio.cache_table(1024, steps=(2048,))
     with pytest.raises(ValueError, match="devices must be a non-empty list of names"):
         pass_ratio.cache_table(devices="NVIDIA L4")
+
+
+def test_the_toy_rates_read_notebook_03s_sweeps():
+    from helpers.exact_sweep import load_exact_sweep
+    from helpers.matched_quality import load_sweep
+
+    sweep = load_sweep()
+    rates = gpu_speed.toy_rates(sweep, load_exact_sweep())
+    assert rates.matched <= rates.samplers == len(sweep.runs)
+    assert 1.0 < rates.limit < rates.validity.tokens_per_pass  # validity alone asks less than all three measures
+    assert 0.0 <= rates.best_valid_fast <= 1.0
+    text = rates.text()
+    assert text.count("\n") == 3 and f"at most {rates.limit:.2f} tokens per pass" in text
+    with pytest.raises(ValueError, match="must be the Sweeps of load_sweep"):
+        gpu_speed.toy_rates(sweep, None)
 
 
 def test_the_budget_table_and_the_matched_quality_figure():

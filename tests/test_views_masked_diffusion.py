@@ -44,7 +44,7 @@ def test_the_figures_draw_every_strategy(sweep):
     assert len(ar_line) == 1 and set(ar_line[0].get_ydata()) == {100 * sweep.ar.validity}  # a line, not a marker
     assert "none does" in ax.get_title(loc="left")
     fig = views.draw_frontier(sweep, target, exact_documents(33))
-    assert len(fig.axes) == 2
+    assert len(fig.axes) == 3  # every setting, then zooms on the confidence cluster and on the language
     renderer = fig.canvas.get_renderer()
     legends = [legend.get_window_extent(renderer) for legend in fig.legends]  # below the panels, over no point
     assert len(legends) == 2 and not legends[0].overlaps(legends[1])
@@ -52,8 +52,9 @@ def test_the_figures_draw_every_strategy(sweep):
         boxes = [Text.get_window_extent(t, renderer) for t in panel.texts]
         assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
         assert not any(legend.overlaps(panel.get_window_extent(renderer)) for legend in legends)
-    wide_labels = [(t.get_text(), t.get_color()) for t in fig.axes[0].texts]
-    assert ("1.0", views.STYLE["confidence"][1]) in wide_labels and ("1.1", "black") in wide_labels  # the cluster
+    cluster_labels = [(t.get_text(), t.get_color()) for t in fig.axes[1].texts]
+    assert ("1.0", views.STYLE["confidence"][1]) in cluster_labels and ("1.1", "black") in cluster_labels
+    assert len({ax.get_ylabel() for ax in fig.axes}) == 1  # one unit on every panel
     fig = views.draw_eos_per_pass({"confidence": np.ones(32)}, 3.45)
     assert fig.axes[0].lines[0].get_ydata()[-1] == 32
     plt.close("all")
@@ -72,6 +73,10 @@ def test_the_editor_tables_compare_at_equal_k_and_at_equal_passes(sweep):
     assert same_passes.splitlines()[-1].endswith("-")  # K = 32: faster than any MDLM setting measured
     assert editor.interpolated_validity(sweep.runs["ancestral (MDLM)"], 99.0) is None
     assert "4.06" in editor.remaskings_table()
+    from helpers.exact_sweep import load_exact_sweep
+
+    summary = editor.editor_summary(sweep, load_exact_sweep()).splitlines()
+    assert summary[-3].startswith("passes run of the K steps") and summary[-1].split()[-2:] == ["15.7", "30.4"]
     with pytest.raises(ValueError, match="base and editors must be strategies"):
         editor.editor_table(sweep, "greedy", editors)
     with pytest.raises(ValueError, match="base and editors must be strategies"):

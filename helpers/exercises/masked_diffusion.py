@@ -10,7 +10,9 @@ import torch
 from helpers.exercises.report import Failed, call, run_check
 from helpers.solutions import commit_most_confident, tokens_per_step
 
-SCHEDULE_HINT = "every step gets n_tokens // steps, and the first n_tokens % steps steps get one more"
+SCHEDULE_HINT = (
+    "as even as possible: no two steps differ by more than one token, and the steps with one more come first"
+)
 
 
 def _schedule_report(fn) -> str:
@@ -26,7 +28,10 @@ def _schedule_report(fn) -> str:
                 f"returned {type(got).__name__}, not a list of counts ({case})", "return a list of ints"
             ) from None
         if not whole:
-            raise Failed(f"returned {list(got)}, counts that are not whole numbers ({case})", "use // and %, not /")
+            raise Failed(
+                f"returned {list(got)}, counts that are not whole numbers ({case})",
+                "counts are whole tokens: use integer arithmetic, not /",
+            )
         got = counts
         expected = tokens_per_step(n, steps)
         if got == expected:
@@ -52,8 +57,8 @@ def check_tokens_per_step(fn) -> bool:
 
 PASS_HINT = (
     "probs (B, T, V), canvas (B, T), k, mask_id: take each position's most likely token and its probability, "
-    "and write it at the k most probable masked positions; return the new canvas (B, T). (torch's sort and "
-    "argsort take dim= by keyword when stable=True is given)"
+    "and write it at the k most probable masked positions; return the new canvas (B, T). (If torch rejects "
+    "your arguments, give them by keyword, as dim=...)"
 )
 MASK_ID, VOCAB, LENGTH = 7, 9, 12  # a mask id that is not 0 or the last id, as in real vocabularies
 
@@ -99,8 +104,8 @@ def _pass_report(fn) -> str:
         if (changed & ~masked).any():
             raise Failed(
                 f"overwrote a position that was already filled ({case})",
-                "only masked positions compete: give filled positions confidence -inf, and when fewer than k "
-                "are masked, commit just those",
+                "only masked positions compete: a filled position must rank below every masked one, whatever "
+                "its confidence, and when fewer than k are masked, commit just those",
             )
         wanted = torch.minimum(torch.tensor(k), masked.sum(dim=1))  # (B,)
         if not torch.equal(changed.sum(dim=1), wanted):
@@ -111,11 +116,14 @@ def _pass_report(fn) -> str:
         if torch.equal(changed, expected != canvas):
             raise Failed(
                 f"the right positions, but other tokens ({case})",
-                "write each position's most likely token: probs.max(dim=-1) gives its probability and the token",
+                "write each position's most likely token (the largest entry of its row of probs), not another one",
             )
         hint = "commit the masked positions whose most likely token has the highest probability"
         if "equal" in case:
-            hint = "on equal confidence the leftmost position wins: rank with argsort(descending=True, stable=True)"
+            hint = (
+                "on equal confidence the leftmost position wins, and torch.topk does not promise that: rank with "
+                "a sort that keeps equal values in their left-to-right order"
+            )
         raise Failed(f"committed other positions than the k most confident ({case})", hint)
     return (
         "the reference canvas on 24 random passes (the last 6 ask for more positions than are masked) and 2 "

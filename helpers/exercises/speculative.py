@@ -132,9 +132,8 @@ def _alpha_mistakes(p: np.ndarray, q: np.ndarray) -> dict[str, np.ndarray]:
     unweighted = "weight each token's chance of being kept by q(x), the chance it is drafted"
     return {
         "what you returned is the total variation, the mass p and q do not share: the chance of a rejection": 1 - alpha,
-        "a probability cannot exceed 1: at each token count the smaller of p and q, not the larger": (
-            np.maximum(p, q).sum(-1)
-        ),
+        "a probability cannot exceed 1: a token gets through the rule no more often than q drafts it, and no more "
+        "often than p would write it": (np.maximum(p, q).sum(-1)),
         f"a token is drafted only as often as q proposes it: {unweighted}": kept.sum(-1),
         f"an average over the tokens treats them as equally likely: {unweighted}": kept.mean(-1),
         "that is the chance that two independent draws, one from p and one from q, agree; the rule also keeps "

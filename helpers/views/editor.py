@@ -138,7 +138,9 @@ def draw_repair(trace: list[dict], docs, show) -> None:
 
 def editor_summary(trained: Sweep, exact: Sweep, ks=(16, 32), eta: str = "ReMDM-cap 0.4") -> str:
     """Valid % of MDLM and confidence order, without and with one ReMDM schedule, at K = ks, for the
-    trained model and the exact denoiser; the editor's rows give their difference from the base."""
+    trained model and the exact denoiser; the editor's rows give their difference from the base.
+    Then the passes MDLM runs of its K steps (a mean per document), without and with the editor:
+    MDLM skips a step that would change nothing, and a step that re-masks a token changes the canvas."""
     trained, exact = check_sweep(trained), check_sweep(exact)
     sweeps = (("trained model", trained), ("exact denoiser", exact))
     head = "".join(f"{name:>{9 * len(ks) + 2}s}" for name, _ in sweeps)
@@ -158,4 +160,9 @@ def editor_summary(trained: Sweep, exact: Sweep, ks=(16, 32), eta: str = "ReMDM-
                         b = next(r for r in sweep.runs[base] if r.setting == k)
                         cells.append(f"{100 * (r.validity - b.validity):+9.1f}")
             lines.append(f"{label:38s}  " + "".join(cells[: len(ks)]) + "  " + "".join(cells[len(ks) :]))
+    lines.append("passes run of the K steps, mean per document (the same seeds and coin flips with either model)")
+    for name in ("ancestral (MDLM)", f"MDLM + {eta}"):
+        cells = [f"{next(r for r in trained.runs[name] if r.setting == k).passes.mean():9.1f}" for k in ks]
+        label = short(name) if name.startswith("ancestral") else f"  + {eta}"
+        lines.append(f"{label:38s}  " + "".join(cells))
     return "\n".join(lines)

@@ -1,11 +1,13 @@
-"""Notebook 05, sections 4 to 6: the latency budgets at matched quality, the matched-quality chart,
-the agent rounds, and your GPU or the reference runs (sections 1 to 3 are in views.gpus).
-Presentation only: the latencies come from helpers.latency through the arguments passed in;
-your_gpu_text runs helpers.bench's own measurements."""
+"""Notebook 05, sections 4 to 6: the toy language's matched rates, the latency budgets at matched
+quality, the matched-quality chart, the agent rounds, and your GPU or the reference runs (sections
+1 to 3 are in views.gpus). Presentation only: the latencies come from helpers.latency through the
+arguments passed in; toy_rates reads notebook 03's sweeps with helpers.matching; your_gpu_text runs
+helpers.bench's own measurements."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +15,59 @@ from matplotlib.figure import Figure
 
 from helpers.bench import reference_summary
 from helpers.costs import CEILING, efficiency_label
+from helpers.error_sources import curve
+from helpers.matched_quality import LENGTH, Sweep
+from helpers.matching import MEASURES, AtQuality, target_from, tokens_per_pass_at
 from helpers.plotting import AR_COLOR, DLLM_COLOR, new_figure
 from helpers.validation import check_int, check_positive
 from helpers.widgets import readable_log_ticks
 
 # ----------------------------------------------------------------------------- section 4: matched quality
+
+VALIDITY_SAMPLER = "threshold (Fast-dLLM)"  # the trained sampler whose rate on validity alone section 4 uses
+
+
+@dataclass(frozen=True)
+class ToyRates:
+    """What notebook 03's sweeps allow at the AR model's quality (helpers.matching, its defaults)."""
+
+    matched: int  # trained samplers that match the AR model on all three measures at some rate
+    samplers: int  # trained samplers in the sweep
+    limit: float  # the most tokens per pass any sampler reaches with the exact conditionals, all three measures
+    validity: AtQuality  # the trained threshold sampler matched on validity alone
+    best_valid_fast: float  # the highest share of valid documents at 4 or more tokens per pass, trained model
+
+    def text(self) -> str:
+        return "\n".join(
+            [
+                f"all three measures: {self.matched} of {self.samplers} samplers match with the trained model;",
+                f"  with the exact conditionals (the exact denoiser) at most {self.limit:.2f} tokens per pass",
+                f"validity alone, trained model: {self.validity.range_text} tokens per pass",
+                f"at 4 or more tokens per pass, trained model: at most {100 * self.best_valid_fast:.1f} % of "
+                "documents valid",
+            ]
+        )
+
+
+def toy_rates(sweep, exact) -> ToyRates:
+    """The tokens per pass at which notebook 03's samplers match the AR model: sweep, the trained
+    model's (helpers.matched_quality.load_sweep()); exact, the exact denoiser's
+    (helpers.exact_sweep.load_exact_sweep())."""
+    if not isinstance(sweep, Sweep) or not isinstance(exact, Sweep):
+        raise ValueError("sweep and exact must be the Sweeps of load_sweep() and load_exact_sweep()")
+    target = target_from(sweep.ar)
+    rates = [tokens_per_pass_at(runs, sweep.ar, target, MEASURES).tokens_per_pass for runs in sweep.runs.values()]
+    limits = [tokens_per_pass_at(curve(exact, name), sweep.ar, target).tokens_per_pass for name in exact.runs]
+    if all(r is None for r in limits):
+        raise ValueError("no sampler of the exact sweep matches the AR model: no limit to report")
+    fast = [run.scores.valid.mean() for runs in sweep.runs.values() for run in runs if LENGTH / run.passes.mean() >= 4]
+    return ToyRates(
+        matched=sum(r is not None for r in rates),
+        samplers=len(rates),
+        limit=max(r for r in limits if r is not None),
+        validity=tokens_per_pass_at(sweep.runs[VALIDITY_SAMPLER], sweep.ar, target, ("validity",)),
+        best_valid_fast=float(max(fast)),
+    )
 
 
 def budget_label(budget) -> str:
@@ -90,9 +140,9 @@ def draw_matched_quality(ar_seconds, dllm_seconds, panels, lengths=None, device:
             typ.append(t)
         if len(typ) == 2:
             ax.fill_between(lengths, typ[0], typ[1], color=DLLM_COLOR, alpha=0.15)
-        for budget, t in zip(budgets, typ, strict=True):  # inside the axes, left of the first point
+        for budget, t in zip(budgets, typ, strict=True):  # inside the axes, left of the first point and its lines
             ax.annotate(
-                budget_label(budget).replace(" tokens/pass", "\ntokens/pass"), (lengths[0], t[0]), xytext=(-4, 0),
+                budget_label(budget).replace(" tokens/pass", "\ntokens/pass"), (lengths[0], t[0]), xytext=(-9, 0),
                 textcoords="offset points", ha="right", va="center", fontsize=8, color=DLLM_COLOR, linespacing=1.0,
             )  # fmt: skip
         if not budgets:

@@ -46,6 +46,31 @@ def _rows(rows) -> list[CalibrationRow]:
 # ----------------------------------------------------------------------------- section 1: launches
 
 
+def _launch_floors(shapes: dict, hardware, context: int, launch_s, kernel_s):
+    """(hardware row, [(name, bytes, kernels, memory s, launch span, kernel span)]) for launch_table
+    and launch_summary; each span is ("low-high ms", "MBU range %") for one assumed cost per kernel."""
+    if not isinstance(shapes, dict) or not shapes:
+        raise ValueError(f"shapes must be a non-empty dict {{name: (ModelConfig, kernels)}}, got {shapes!r:.80}")
+    hw = get_hardware(hardware)
+    context = check_int(context, "context", 0)
+    launch, kernel = _range_s(launch_s, "launch_s"), _range_s(kernel_s, "kernel_s")
+    rows = []
+    for name, entry in shapes.items():
+        if not isinstance(entry, tuple | list) or len(entry) != 2 or not isinstance(entry[0], ModelConfig):
+            raise ValueError(f"shapes[{name!r}] must be (ModelConfig, kernels per step), got {entry!r:.80}")
+        kernels = check_int(entry[1], f"the kernels of {name!r}", 1)
+        nbytes = decode_step_cost(entry[0], context=context, bytes_per_param=2).total_bytes
+        memory = nbytes / hw.bandwidth
+
+        def span(per_kernel, memory=memory, kernels=kernels):
+            times = [kernels * t for t in per_kernel]
+            mbu = [f"{100 * memory / max(memory, t):.0f}" for t in reversed(times)]  # fastest floor: highest MBU
+            return f"{1e3 * times[0]:.2f}-{1e3 * times[1]:.2f} ms", ("-".join(dict.fromkeys(mbu))) + " %"
+
+        rows.append((name, nbytes, kernels, memory, span(launch), span(kernel)))
+    return hw, rows
+
+
 def launch_table(
     shapes: dict,
     hardware="NVIDIA H200",
@@ -62,11 +87,7 @@ def launch_table(
     (low, high) in seconds; MBU at most = memory time / that floor.
 
     shapes: {name: (ModelConfig, kernels per step)}."""
-    if not isinstance(shapes, dict) or not shapes:
-        raise ValueError(f"shapes must be a non-empty dict {{name: (ModelConfig, kernels)}}, got {shapes!r:.80}")
-    hw = get_hardware(hardware)
-    context = check_int(context, "context", 0)
-    launch, kernel = _range_s(launch_s, "launch_s"), _range_s(kernel_s, "kernel_s")
+    hw, rows = _launch_floors(shapes, hardware, context, launch_s, kernel_s)
     lines = [
         f"projection: one decode step, bf16, {context} cached positions, {hw.device} at 100 % of "
         f"{hw.bandwidth_gb_s:.0f} GB/s",
@@ -74,23 +95,32 @@ def launch_table(
         f"{'shape':12s} {'bytes':>7s} {'kernels':>7s} {'per kernel':>10s} {'memory':>9s} {'launch time':>14s} "
         f"{'MBU at most':>11s}   {'kernel time':>14s} {'MBU at most':>12s}",
     ]
-    for name, entry in shapes.items():
-        if not isinstance(entry, tuple | list) or len(entry) != 2 or not isinstance(entry[0], ModelConfig):
-            raise ValueError(f"shapes[{name!r}] must be (ModelConfig, kernels per step), got {entry!r:.80}")
-        kernels = check_int(entry[1], f"the kernels of {name!r}", 1)
-        memory = decode_step_cost(entry[0], context=context, bytes_per_param=2).total_bytes / hw.bandwidth
-
-        def span(per_kernel, memory=memory, kernels=kernels):
-            times = [kernels * t for t in per_kernel]
-            mbu = [f"{100 * memory / max(memory, t):.0f}" for t in reversed(times)]  # fastest floor: highest MBU
-            return f"{1e3 * times[0]:.2f}-{1e3 * times[1]:.2f} ms", ("-".join(dict.fromkeys(mbu))) + " %"
-
-        (lt, lm), (kt, km) = span(launch), span(kernel)
-        nbytes = decode_step_cost(entry[0], context=context, bytes_per_param=2).total_bytes
+    for name, nbytes, kernels, memory, (lt, lm), (kt, km) in rows:
         lines.append(
             f"{name:12s} {nbytes / 1e9:4.2f} GB {kernels:7d} {nbytes / kernels / 1e6:7.1f} MB {1e3 * memory:6.3f} ms "
             f"{lt:>14s} {lm:>11s}   {kt:>14s} {km:>12s}"
         )
+    return "\n".join(lines)
+
+
+def launch_summary(
+    shapes: dict,
+    hardware="NVIDIA H200",
+    *,
+    context: int = 512,
+    launch_s=(5e-6, 10e-6),
+    kernel_s=(1e-6, 3e-6),
+) -> str:
+    """launch_table in a few lines: per shape, its bytes, kernels and memory time on one line, then
+    the floor and the highest MBU eager (host launches) and as one CUDA graph (kernel time)."""
+    hw, rows = _launch_floors(shapes, hardware, context, launch_s, kernel_s)
+    lines = [
+        f"projection: one decode step in bf16, {context} cached positions, {hw.device} at 100 % of "
+        f"{hw.bandwidth_gb_s:.0f} GB/s"
+    ]
+    for name, nbytes, kernels, memory, (lt, lm), (kt, km) in rows:
+        lines.append(f"{name}: {nbytes / 1e9:.2f} GB in {kernels} kernels, memory time {1e3 * memory:.3f} ms")
+        lines.append(f"  eager, launches {lt}: MBU at most {lm};  one CUDA graph, kernels {kt}: MBU at most {km}")
     return "\n".join(lines)
 
 

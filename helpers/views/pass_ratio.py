@@ -137,7 +137,8 @@ def _device_tick(device: str) -> str:
 
 def draw_claim(points, n: int = 1000) -> Figure:
     """AR / dLLM latency per device (sorted by effective ridge point), one marker per K: filled for
-    the first K, hollow for the others, each with its bound min(N, I*_eff) / K as a grey dash; the
+    the first K, hollow for the others, each with its bound min(N, I*_eff) / K as a grey dash just
+    right of it (the two nearly coincide: on the marker the dash would hide behind it); the
     break-even line (1) and the first K's pass ratio N / K, what counting passes alone predicts."""
     if not isinstance(points, list) or not points:
         raise ValueError(f"points must be the non-empty list claim_points() returns, got {points!r:.80}")
@@ -147,9 +148,9 @@ def draw_claim(points, n: int = 1000) -> Figure:
     for j, k in enumerate(steps):
         face = DLLM_COLOR if j == 0 else "white"
         ratios = [p["ratio"][k] for p in points]
-        ax.plot(x, ratios, "s", ms=7, color=DLLM_COLOR, mfc=face, mew=1.5, zorder=3, label=f"K = {k}, typical")
-        ax.plot(x, [p["bound"][k] for p in points], "_", ms=16, mew=2, color=TRUTH_COLOR, zorder=2,
-                label="min(N, I*_eff) / K" if j == 0 else None)  # fmt: skip
+        ax.plot(x - 0.12, ratios, "s", ms=7, color=DLLM_COLOR, mfc=face, mew=1.5, zorder=3, label=f"K = {k}, typical")
+        ax.plot(x + 0.18, [p["bound"][k] for p in points], "_", ms=9, mew=2, color=TRUTH_COLOR, zorder=4,
+                label="min(N, I*_eff) / K (dash right of each square)" if j == 0 else None)  # fmt: skip
     ax.axhline(1, color=AR_COLOR, lw=1.2)
     ax.text(len(points) - 0.5, 0.95, "AR as fast", color=AR_COLOR, fontsize=8, ha="right", va="top")
     ax.axhline(n / steps[0], color=TRUTH_COLOR, ls=":", lw=1.2)

@@ -58,7 +58,7 @@ def draw_batch_sweep(
     left.set_xticks([], minor=True)
     left.set_title("time per call: measured vs the roofline", loc="left")
     left.legend(loc="upper left", fontsize=8)
-    span = (0.05, 3e4) if gpu is not None else None  # room right of a prefill point for its label
+    span = (0.02, 1e5) if gpu is not None else None  # room for the labels left and right of the GPU's points
     plot_roofline(
         right,
         roofs.peak_flops,
@@ -85,13 +85,17 @@ def draw_batch_sweep(
             intensity_range=span,
             equal_decades=False,
         )
-        # the first label up and to the left of its point, clear of the CPU's ridge line; the second below
+        # each label on two lines: the first above and left of its point, clear of the roof that rises
+        # through it; the second centred under its point, inside the axes and clear of the GPU's ridge line
         for (label, point), (offset, align) in zip(
-            gpu_points.items(), (((-6, 6), "right"), ((-20, -16), "left")), strict=False
+            gpu_points.items(), (((-8, 6), "right"), ((0, -10), "center")), strict=False
         ):
-            right.annotate(label, point, xytext=offset, textcoords="offset points", fontsize=8, ha=align)
+            right.annotate(
+                label.replace(", ", ",\n", 1), point, xytext=offset, textcoords="offset points", fontsize=8,
+                ha=align, va="bottom" if offset[1] > 0 else "top", linespacing=1.0,
+            )  # fmt: skip
     right.set_title("the same points on the roofline" + (", and a GPU's" if gpu else ""), loc="left", pad=14)
-    right.legend(loc="upper left", fontsize=8)
+    right.legend(loc="lower right", fontsize=8, frameon=True, framealpha=1, edgecolor="none")  # below the roofs
     return fig
 
 
@@ -121,14 +125,14 @@ def prediction_table(step, roofs) -> str:
 
 
 def step_summary(step) -> str:
-    """Section 5 in three lines: the decode step measured, the roofline's prediction from the
-    bandwidth of the model's own GEMVs (as predicted / measured - 1), and MBU against STREAM."""
+    """Section 5 in two lines, after the step's measured time has been printed: the roofline's
+    prediction from the bandwidth of the model's own GEMVs (as predicted / measured - 1), and MBU
+    against STREAM."""
     error = step.predicted_s / step.measured.si - 1
     return "\n".join(
         [
-            f"decode step measured: {step.measured}",
-            f"predicted from the model's own GEMVs ({step.bandwidth / 1e9:.1f} GB/s): {step.predicted_s * 1e3:.1f} ms, "
-            f"{100 * error:+.1f} % (predicted / measured - 1)",
+            f"predicted from the model's own GEMVs ({step.bandwidth / 1e9:.1f} GB/s): {step.predicted_s * 1e3:.1f} ms "
+            f"against {step.measured.si * 1e3:.1f} ms measured, {100 * error:+.1f} % (predicted / measured - 1)",
             f"MBU: {100 * step.mbu:.0f} % of the STREAM bandwidth",
         ]
     )

@@ -17,14 +17,26 @@ SAMPLERS = {  # sampler -> (short name, colour): the figure's orders, coloured a
     "random": ("random order", ACCENT_COLOR),
     "confidence": ("confidence order", DLLM_COLOR),
     "threshold (Fast-dLLM)": ("threshold", "black"),
-    "entropy": ("entropy order", "#b03a8f"),
+    "entropy": ("entropy order", "#6b8e23"),  # olive: no other strategy of the notebook wears it
 }
 SPLIT_SAMPLERS = ("random", "confidence", "threshold (Fast-dLLM)", "entropy")
 SHORT = {"threshold (Fast-dLLM)": "threshold", "confidence, blocks of 8": "blocks of 8",
          "ancestral (MDLM)": "MDLM", "threshold, entropy order": "threshold, entropy"}  # fmt: skip
+ORDER_NAMES = {"random": "random order", "confidence": "confidence order", "entropy": "entropy order",
+               "threshold, entropy order": "threshold in entropy order"}  # fmt: skip
 LIMIT_ROWS = ("random", "confidence", "confidence, blocks of 8", "threshold (Fast-dLLM)", "ancestral (MDLM)",
               "entropy", "threshold, entropy order")  # fmt: skip
 SCALE = {"validity": 100.0, "length": 1.0, "diversity": 1.0}  # validity in points
+Y_LABELS = {**MEASURE_LABELS, "validity": "valid documents (%)"}
+SUMMARY_ROWS = (  # (label, sampler, source, measure): the numbers section 5.2's text reads
+    ("factorization (random order, exact denoiser)", "random", "factorization", "validity"),
+    ("model error, random order", "random", "model", "validity"),
+    ("model error, confidence order", "confidence", "model", "validity"),
+    ("selection bias, confidence order", "confidence", "selection", "validity"),
+    ("  in sentences per document", "confidence", "selection", "length"),
+    ("  in within-sentence gap (bits)", "confidence", "selection", "diversity"),
+    ("selection bias, entropy order", "entropy", "selection", "validity"),
+)
 
 
 def short(name: str) -> str:
@@ -32,21 +44,25 @@ def short(name: str) -> str:
 
 
 def _band(ax, measure: str, reference: Run, target: Target) -> None:
-    """The AR model's quality on one measure, with its tolerance, as a shaded band."""
+    """The AR model's quality on one measure, with its tolerance, as a shaded band. Validity's band
+    (the target up to 100 %) is thin on a 0-100 axis: its lower edge is drawn as a line too."""
     ref = SCALE[measure] * value(reference, measure)[0]
     low, high = {
         "validity": (100 * target.lowest_validity, 101),
         "length": (ref - target.length_tolerance, ref + target.length_tolerance),
         "diversity": (ref - target.gap_tolerance, ref + target.gap_tolerance),
     }[measure]
-    ax.axhspan(low, high, color=AR_COLOR, alpha=0.12, lw=0)
+    ax.axhspan(low, high, color=AR_COLOR, alpha=0.15, lw=0)
+    if measure == "validity":
+        ax.axhline(low, color=AR_COLOR, lw=1.2, alpha=0.8, zorder=3)
 
 
-def _bracket(ax, x: float, y0: float, y1: float, text: str, left: bool = False) -> None:
-    """A vertical double arrow from y0 to y1 at x, named beside it: one source of error."""
+def _bracket(ax, x: float, y0: float, y1: float, text: str, left: bool = False, at: float = 0.5) -> None:
+    """A vertical double arrow from y0 to y1 at x, named beside it, `at` of the way from y0 to y1:
+    one source of error."""
     ax.annotate("", (x, y1), (x, y0), arrowprops=dict(arrowstyle="<->", lw=1.2, color="black", shrinkA=0, shrinkB=0))
-    ax.annotate(text, (x, (y0 + y1) / 2), xytext=(-3 if left else 4, 0), textcoords="offset points", va="center",
-                ha="right" if left else "left", rotation=90 if left else 0, fontsize=8,
+    ax.annotate(text, (x, y0 + at * (y1 - y0)), xytext=(-3 if left else 4, 0), textcoords="offset points",
+                va="center", ha="right" if left else "left", rotation=90 if left else 0, fontsize=8,
                 bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))  # fmt: skip
 
 
@@ -68,24 +84,26 @@ def draw_three_sources(exact: Sweep, trained: Sweep, reference: Run, target: Tar
                 runs = [r for r in curve(sweep, name) if measure == "validity" or r.valid.sum() >= 50]
                 points = [(r.tokens_per_pass, SCALE[measure] * value(r, measure)[0]) for r in runs]
                 ax.plot(*zip(*points, strict=True), style, color=color, marker="o", ms=3, lw=1.6)
-        ax.set(xscale="log", xlabel="tokens per pass (log scale)", ylabel=MEASURE_LABELS[measure], xlim=(0.8, 9))
+        ticks = [1, 2, 4, 8] if measure == "validity" else [1, 2, 4]  # length and gap stop where validity fades
+        ax.set(xscale="log", xlabel="tokens per pass (log scale)", ylabel=Y_LABELS[measure])
+        ax.set(xlim=(0.8, 9) if measure == "validity" else (0.85, 4.6))
         ax.set_title(title, loc="left", fontsize=10)
-        ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
+        ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.set_xticks([], minor=True)
     axes[0].set(ylim=(-3, 103))
     axes[1].set(ylim=(2.9, 4.3))
     axes[2].set(ylim=(-2.4, 0.9))
     _bracket(axes[0], 0.9, 100.0, _at(trained, "random", 1.0, "validity"), "model", left=True)
-    _bracket(axes[0], 2.0, 100.0, _at(exact, "random", 2.0, "validity"), "factorization")
+    _bracket(axes[0], 2.0, 100.0, _at(exact, "random", 2.0, "validity"), "factorization", at=0.15)  # above the curves
     _bracket(axes[1], 0.9, _at(exact, "random", 1.0, "length"), _at(exact, "confidence", 1.0, "length"),
              "selection", left=True)  # fmt: skip
     handles = [axes[0].plot([], [], color=c, lw=2)[0] for _, c in SAMPLERS.values()]
     handles += [axes[0].plot([], [], "-", color="#999999")[0], axes[0].plot([], [], "--", color="#999999")[0]]
     handles += [axes[0].plot([], [], ":", color=TRUTH_COLOR)[0]]
-    handles += [axes[0].fill_between([], [], color=AR_COLOR, alpha=0.12, lw=0)]
+    handles += [axes[0].fill_between([], [], color=AR_COLOR, alpha=0.15, lw=0)]
     names = [label for label, _ in SAMPLERS.values()]
     names += ["exact denoiser (a perfect model)", "trained diffusion model", "the language itself",
-              "the AR model's quality, with its tolerance"]  # fmt: skip
+              "the AR model's quality, with its tolerance (validity: above the red line)"]  # fmt: skip
     fig.legend(handles, names, loc="outside lower center", ncols=4, fontsize=9)
     fig.suptitle("Solid: the exact denoiser, a perfect model; dashed: the trained model. Length and gap are drawn"
                  " where a setting has 50 or more valid documents", x=0.01, ha="left", fontsize=9)  # fmt: skip
@@ -107,13 +125,16 @@ def split_table(exact: Sweep, trained: Sweep, rates=(1.0, 2.0), samplers=SPLIT_S
     """For each sampler and rate, each measure's trained value and its shortfall against the
     language as model + factorization + selection. The three add up to trained - language by
     construction (each is a difference of two measured values); '(x)': within two standard errors
-    of zero; '-': no valid document at that rate (or next to it, where a value is interpolated)."""
+    of zero; '-': no valid document at that rate (or next to it, where a value is interpolated).
+    A rate between two settings (the threshold's, which adapt to each document) is read off the
+    straight line between them, as helpers.error_sources.value_at does."""
     digits = {"validity": 1, "length": 2, "diversity": 2}
     head = {"validity": "valid documents (%)", "length": "sentences per document", "diversity": "gap (bits)"}
     lines = [
         "trained model - language = model + factorization + selection (by construction); (x): within 2 s.e. of 0",
+        "tok/pass: tokens per pass; a rate between two settings is interpolated (the threshold's, always)",
         f"{'':17s}" + "".join(f" {head[m]:^31s}" for m in MEASURES),
-        f"{'sampler':13s} {'tok':>3s}" + " trained   model    fact.    sel." * len(MEASURES),
+        f"{'sampler':8s} {'tok/pass':>8s}" + " trained   model    fact.    sel." * len(MEASURES),
         f"{'the language':17s}" + "".join(f" {SCALE[m] * truth(m):7.{digits[m]}f}{'':24s}" for m in MEASURES),
     ]
     for sampler in samplers:
@@ -129,18 +150,68 @@ def split_table(exact: Sweep, trained: Sweep, rates=(1.0, 2.0), samplers=SPLIT_S
     return "\n".join(lines)
 
 
+def split_summary(exact: Sweep, trained: Sweep, rates=(1.0, 2.0), rows=SUMMARY_ROWS) -> str:
+    """The few sources of error section 5.2 reads, at `rates` tokens per pass: one row each (label,
+    sampler, source, measure), in points of validity unless the label names another measure;
+    '(x)': within two standard errors of zero. split_table gives them all."""
+    digits = {"validity": 1, "length": 2, "diversity": 2}
+    names = [f"{r:g} token{'s' if r != 1 else ''}/pass" for r in rates]
+    lines = [f"{'points of validity unless named; (x): within 2 s.e. of 0':58s}" + "".join(f"{n:>15s}" for n in names)]
+    for label, sampler, source, measure in rows:
+        parts = [getattr(three_way_split(exact, trained, sampler, r, measure), source) for r in rates]
+        lines.append(f"{label:58s}" + "".join(_cell(p, SCALE[measure], digits[measure], 15) for p in parts))
+    return "\n".join(lines)
+
+
+def _rate_text(at) -> str:
+    """'1.09 ± 0.03, settings 1.08-1.16' (± the bootstrap's standard error; the two settings the
+    rate is interpolated between), or 'never (the measures that fail)'."""
+    return f"{at}" + (f", settings {at.bracket[0]:.2f}-{at.bracket[1]:.2f}" if at.bracket else "")
+
+
 def limit_table(exact: Sweep, trained: Sweep, reference: Run, target: Target, rows=LIMIT_ROWS) -> str:
     """Tokens per pass at the AR model's quality, all three measures, with the exact denoiser (what
-    any model of the language could reach with that sampler) and with the trained model: the
-    interpolated rate and its plausible range (the bootstrap's 2.5th to 97.5th percentiles), or
-    every measure on which even the slowest setting fails."""
+    any model of the language could reach with that sampler) and with the trained model: the rate
+    interpolated between the two settings around the crossing, ± its bootstrap standard error
+    (sampling noise only, not the straight line drawn between the settings, over the resamples in
+    which some setting matches), or every measure on which even the slowest setting fails. Last, the
+    share of resamples in which some setting matches at all, for each rate given."""
     lines = [
-        "tokens per pass at the AR model's quality on all three measures (95 % bootstrap range)",
+        "tokens per pass at the AR model's quality on all three measures",
+        "(± bootstrap standard error; settings: the two measured rates the crossing is interpolated between)",
         f"{'sampler':19s} {'exact denoiser':>36s} {'trained model':>36s}",
     ]
+    shares = []
     for name in rows:
-        cells = [tokens_per_pass_at(curve(s, name), reference, target).range_text for s in (exact, trained)]
-        lines.append(f"{short(name):19s} {cells[0]:>36s} {cells[1]:>36s}")
+        at = [tokens_per_pass_at(curve(s, name), reference, target) for s in (exact, trained)]
+        lines.append(f"{short(name):19s} {_rate_text(at[0]):>36s} {_rate_text(at[1]):>36s}")
+        shares += [f"{short(name)} ({model}) {a.matched_share:.2f}" for a, model in zip(at, ("exact", "trained"),
+                   strict=True) if a.tokens_per_pass is not None]  # fmt: skip
+    if shares:
+        lines += ["share of the bootstrap resamples in which some setting matches at all:", "  " + ", ".join(shares)]
+    return "\n".join(lines)
+
+
+def limit_summary(exact: Sweep, trained: Sweep, reference: Run, target: Target, rows=LIMIT_ROWS) -> str:
+    """The rates section 5.3 reads: tokens per pass at the AR model's quality on all three measures
+    for each sampler that matches (with the two settings it is interpolated between), the samplers
+    that never match, and the trained threshold on validity alone. limit_table gives them all."""
+    lines = ["tokens per pass at the AR model's quality on all three measures, interpolated between two settings:"]
+    for label, sweep in (("exact denoiser", exact), ("trained model", trained)):
+        at = {name: tokens_per_pass_at(curve(sweep, name), reference, target) for name in rows}
+        for name, a in at.items():
+            if a.tokens_per_pass is not None:
+                rate = f"{a.tokens_per_pass:.2f} (settings {a.bracket[0]:.2f} and {a.bracket[1]:.2f})"
+                lines.append(f"  {label}, {ORDER_NAMES.get(name, short(name)) + ':':27s} {rate}")
+        never = [ORDER_NAMES.get(n, short(n)) for n, a in at.items() if a.tokens_per_pass is None]
+        if never:
+            which = f"any of the {len(never)} samplers" if len(never) == len(rows) else ", ".join(never)
+            lines.append(f"  {label}, never with {which}")
+    alone = tokens_per_pass_at(trained.runs["threshold (Fast-dLLM)"], reference, target, ("validity",))
+    lines.append(
+        f"  trained model, threshold, on validity alone: {alone.tokens_per_pass:.2f}"
+        f" (settings {alone.bracket[0]:.2f} and {alone.bracket[1]:.2f})"
+    )
     return "\n".join(lines)
 
 

@@ -11,16 +11,17 @@ import numpy as np
 
 from helpers.matched_quality import Run, Sweep
 from helpers.matching import MEASURES, Target, margins
-from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR
+from helpers.plotting import AR_COLOR, DLLM_COLOR
 from helpers.speculative_sweep import BROKEN, DRAFTERS, GAMMAS, QUALITY_GAMMA
 from helpers.views.sweep import MAIN, STYLE
 
-LANGUAGE_COLOR = "#b7950b"  # not the grey of the legend keys
-DRAFTER_STYLE = {  # drafter -> (short name, colour, marker)
+LANGUAGE_COLOR = "#b7950b"  # gold: not the grey of the legend keys
+LEFT_TO_RIGHT_COLOR = "#1e8449"  # green: not the amber of notebook 03's random sampler, nor the gold above
+DRAFTER_STYLE = {  # drafter -> (short name, colour, marker): four hues and four shapes, apart in every figure
     DRAFTERS[0]: ("small AR drafter", AR_COLOR, "o"),
     DRAFTERS[1]: ("the language itself", LANGUAGE_COLOR, "*"),
     DRAFTERS[2]: ("diffusion, one pass", DLLM_COLOR, "s"),
-    DRAFTERS[3]: ("diffusion, left to right", ACCENT_COLOR, "D"),
+    DRAFTERS[3]: ("diffusion, left to right", LEFT_TO_RIGHT_COLOR, "D"),
 }
 
 
@@ -84,42 +85,56 @@ def end_effect_text(data: dict, gamma: int = 8) -> str:
     return "\n".join(lines)
 
 
+def _drafter_marker(name: str) -> dict:
+    """The marker of one drafter, the same in every figure: hollow but for the small AR drafter's
+    dot, so that drafters whose points coincide stay visible one inside the other."""
+    _, color, marker = DRAFTER_STYLE[name]
+    return dict(marker=marker, color=color, mfc=color if name == DRAFTERS[0] else "none", mec=color, mew=1.5)
+
+
 def draw_acceptance(axes, data: dict) -> None:
     """Left: tokens per target pass against gamma, measured (markers) and predicted (the chain:
-    solid; the formula: dotted). Right: alpha of the i-th drafted token of a round. Every drafter
-    keeps one marker, hollow for the left-to-right diffusion drafter, in both panels."""
+    solid; the formula: dotted). Right: alpha of the i-th drafted token of a round, with an inset
+    that spreads apart the three drafters whose alpha stays near 1. Every drafter keeps one colour
+    and one hollow marker in both panels."""
     from matplotlib.lines import Line2D
 
     left, right = axes
+    zoom = right.inset_axes([0.5, 0.46, 0.47, 0.38])  # axes fraction: above the falling curve, below the flat ones
     keys = []
-    for name in DRAFTERS:
-        label, color, marker = DRAFTER_STYLE[name]
+    for name, size in zip(DRAFTERS, (5, 10, 6, 7), strict=True):  # the star rings the small drafter's dot
+        label, color, _ = DRAFTER_STYLE[name]
         rows, pred = rows_of(data, name), data["predicted"][name]
         measured = [r["new_tokens"] / r["target_passes"] for r in rows]
-        hollow = dict(mfc="none", mew=1.5) if name == DRAFTERS[3] else {}
+        marker = _drafter_marker(name)
         left.plot(GAMMAS, pred["formula"], ":", color=color, lw=1)
         left.plot(GAMMAS, pred["chain"], "-", color=color, lw=1.2, alpha=0.7)
-        left.plot(GAMMAS, measured, marker, color=color, ms=5, ls="", zorder=3, **hollow)
-        keys.append(Line2D([], [], color=color, marker=marker, ms=5, lw=1.2, label=label, **hollow))
-        right.plot(
-            range(1, len(pred["alpha_by_index"]) + 1), pred["alpha_by_index"], marker + "-", color=color, label=label,
-            **hollow,
-        )  # fmt: skip
+        left.plot(GAMMAS, measured, ls="", ms=size, zorder=3, **marker)
+        keys.append(Line2D([], [], ls="", ms=6, label=label, **marker))  # a measurement's key: its marker alone
+        places = range(1, len(pred["alpha_by_index"]) + 1)
+        right.plot(places, pred["alpha_by_index"], "-", ms=5, label=label, **marker)
+        if name != DRAFTERS[2]:  # the one-pass diffusion drafter falls out of the inset's range
+            zoom.plot(places, pred["alpha_by_index"], "-", ms=4, **marker)
     grey = "#777777"
-    keys += [
-        Line2D([], [], color=grey, ls="-", lw=1.2, label="solid: chain along documents"),
-        Line2D([], [], color=grey, ls=":", lw=1, label="dotted: formula, one alpha (one for both diffusion drafters)"),
+    lines = [
+        Line2D([], [], color=grey, ls="-", lw=1.2, label="solid: the chain"),
+        Line2D([], [], color=grey, ls=":", lw=1, label="dotted: the formula (one line for both diffusion drafters)"),
     ]
     ceiling = [canvas_ceiling(g) for g in GAMMAS]
-    keys.append(left.plot(GAMMAS, ceiling, color="black", lw=0.7, ls="--", zorder=0)[0])
-    keys[-1].set_label("every draft accepted (32 positions)")
+    lines.append(left.plot(GAMMAS, ceiling, color="black", lw=0.7, ls="--", zorder=0)[0])
+    lines[-1].set_label("dashed: every draft accepted (32 positions)")
     left.set(xlabel="gamma (tokens drafted per round)", ylabel="tokens per target pass", xticks=list(GAMMAS))
-    left.set_title("Markers measured (256 documents, 1024 at gamma = 4); lines predicted", loc="left", fontsize=9)
-    left.legend(handles=keys, fontsize=7, loc="upper left")
+    left.set_title("Markers: measured (256 documents, 1024 at gamma = 4). Lines: predicted", loc="left", fontsize=9)
+    left.add_artist(left.legend(handles=keys, fontsize=7, loc="upper left", title="measured", title_fontsize=7))
+    left.legend(handles=lines, fontsize=7, loc="lower right", title="predicted", title_fontsize=7)
     right.set(xlabel="i (position in the draft)", ylabel="alpha of the i-th drafted token", ylim=(0, 1.02))
     right.set_xticks(list(GAMMAS))
     right.set_title("Acceptance along the draft (predicted)", loc="left", fontsize=9)
     right.legend(fontsize=7, loc="lower left")
+    zoom.set(ylim=(0.97, 1.0), xticks=list(GAMMAS), yticks=[0.97, 0.98, 0.99, 1.0])
+    zoom.tick_params(labelsize=7)
+    zoom.set_ylabel("zoomed in", fontsize=7)
+    right.indicate_inset_zoom(zoom, edgecolor="#999999")
 
 
 def first_two_tv(docs: np.ndarray, joint: np.ndarray) -> float:
@@ -129,13 +144,17 @@ def first_two_tv(docs: np.ndarray, joint: np.ndarray) -> float:
     return 0.5 * float(np.abs(counts / len(docs) - joint).sum())
 
 
-def quality_text(data: dict, reference: Run, target: Target, joint: np.ndarray) -> str:
-    """Every measure for the AR model itself and each drafter at QUALITY_GAMMA, with the match.
-    Speed is left to section 3: this table is about exactness."""
+def quality_text(data: dict, reference: Run, target: Target, joint: np.ndarray, drafters=DRAFTERS) -> str:
+    """Every measure for the AR model itself and each of `drafters` (DRAFTERS, or BROKEN: the greedy
+    draft scored with its softmax) at QUALITY_GAMMA, with the match. Speed is left to section 3:
+    this table is about exactness."""
+    known = (*DRAFTERS, BROKEN)
+    if not isinstance(drafters, list | tuple) or not drafters or any(name not in known for name in drafters):
+        raise ValueError(f"drafters must be a non-empty list of runs of {list(known)}, got {drafters!r}")
     head = f"{'decoder':34s} {'valid':>7s} {'sentences':>9s} {'gap':>6s} {'TV(2 tok)':>9s}  matched"
     lines = [head]
     runs = {"AR model alone (T = 1)": reference}
-    for name in (*DRAFTERS, BROKEN):
+    for name in drafters:
         runs[DRAFTER_STYLE.get(name, ("greedy draft, softmax as q (bug)",))[0]] = data["quality"][name]
     for label, run in runs.items():
         q = run.quality
@@ -156,6 +175,8 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None
     """Invalid documents, sentences per document and the within-sentence gap against tokens per
     target pass: speculative decoding (each drafter, gamma = 4) against the five samplers of
     notebook 03's section 5, every setting."""
+    from matplotlib.lines import Line2D
+
     ref = sweep.ar.quality
     floor = 0.05  # % invalid drawn for a sample with none (a log axis has no 0)
     bands = [
@@ -175,12 +196,10 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None
             ax.plot([r.tokens_per_pass for r in runs], [value(r.quality) for r in runs], marker, color=color,
                     mfc="white", ms=4, ls="-", lw=0.6, alpha=0.7, label=f"diffusion: {label}")  # fmt: skip
         ax.plot(1, value(ref), "*", color="black", ms=10, ls="", label="AR alone")
-        for name, size in zip(DRAFTERS[::-1], (11, 8, 12, 6), strict=True):  # nested: points that coincide stay visible
-            label, color, marker = DRAFTER_STYLE[name]
+        for name, size in zip(DRAFTERS, (5, 14, 10, 21), strict=True):  # nested rings: coinciding points stay visible
             run = data["quality"][name]
-            style = dict(mfc="none", mec=color, mew=1.8) if name == DRAFTERS[3] else dict(mec="black", mew=0.6)
-            ax.plot(run.tokens_per_pass, value(run.quality), marker, color=color, ms=size, ls="",
-                    label=f"speculative: {label}", **style)  # fmt: skip
+            ax.plot(run.tokens_per_pass, value(run.quality), ms=size, ls="", zorder=4,
+                    label=f"speculative: {DRAFTER_STYLE[name][0]}", **_drafter_marker(name))  # fmt: skip
         ax.set(xscale="log", xlabel="tokens per (target) pass, log scale", ylabel=ylabel)
         ax.set_xticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
         ax.set_xticks([], minor=True)
@@ -197,6 +216,9 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None
     fig = axes[0].figure
     fig.suptitle("Shaded: the AR model's own quality, with notebook 03's tolerances", x=0.01, ha="left", fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()
+    keys = {f"speculative: {DRAFTER_STYLE[n][0]}": n for n in DRAFTERS}  # their keys at one size, not nested
+    handles = [Line2D([], [], ls="", ms=8, **_drafter_marker(keys[k])) if k in keys else h
+               for h, k in zip(handles, labels, strict=True)]  # fmt: skip
     order = [
         k for pair in zip(range(6), range(6, 12), strict=False) for k in pair
     ]  # legend rows: diffusion, then the rest
@@ -243,6 +265,35 @@ def time_split_text(splits: dict, tokens: int, reference: str) -> str:
         lines.append(
             f"{name:40s} {target:>14s} {draft:>15s} {1e3 * t.other / tokens:11.2f} ms {1e3 * t.total:5.1f} ms"
             f"  {passes_only:20.2f}x {base.total / t.total:8.2f}x"
+        )
+    return "\n".join(lines)
+
+
+def time_lost_text(splits: dict, reference: str) -> str:
+    """Why each speculative decoder falls short of the AR model's time divided by its tokens per
+    target pass: what that would be (each target pass at the price of one AR step, with the AR loop's
+    per-token work spread over the passes likewise), then what it adds on top, in ms per document:
+    target passes dearer than an AR step, the drafter's passes, and per-token work beyond that share.
+    The four add up to the measured total; `largest` names the biggest addition."""
+    if reference not in splits:
+        raise ValueError(f"reference must be one of the timed decoders {list(splits)}, got {reference!r}")
+    base = splits[reference]
+    if base.target_passes < 1:
+        raise ValueError(f"the reference {reference!r} must run the target at least once, got no target pass")
+    step, work = base.target_forward / base.target_passes, base.other / base.target_passes  # s per AR pass
+    parts = ("dearer target passes", "drafter passes", "per-token work")
+    lines = [
+        f"{'decoder':28s} {'AR time / tok per pass':>22s} {'+ ' + parts[0]:>22s} {'+ ' + parts[1]:>16s}"
+        f" {'+ ' + parts[2]:>16s} {'= total':>8s}  largest"
+    ]
+    for name, t in splits.items():
+        if name == reference:
+            continue
+        added = (t.target_forward - t.target_passes * step, t.draft_forward, t.other - t.target_passes * work)
+        ideal = t.target_passes * (step + work)
+        lines.append(
+            f"{name:28s} {1e3 * ideal:19.1f} ms {1e3 * added[0]:19.1f} ms {1e3 * added[1]:13.1f} ms"
+            f" {1e3 * added[2]:13.1f} ms {1e3 * t.total:5.1f} ms  {parts[int(np.argmax(added))]}"
         )
     return "\n".join(lines)
 

@@ -200,20 +200,29 @@ def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure
     """Sentences per document against the within-sentence gap for every setting with at least 50
     valid documents (dot size: validity; labels: tokens per pass, where a label fits without
     covering a marker or another label), the AR model by temperature and the language itself; the
-    shaded box matches the AR model at T = 1 on both measures. The right panel zooms on the settings
-    near the language's own point."""
+    shaded box matches the AR model at T = 1 on both measures. The left panel shows every setting;
+    the middle one zooms on the lower-left cluster of confidence order and the threshold, the right
+    one on the settings near the language's own point."""
     sweep = check_sweep(sweep)
-    zoom = (3.82, 4.24, -0.45, 0.45)  # sentences, gap
+    zooms = ((3.0, 3.17, -1.95, -0.88), (3.82, 4.24, -0.45, 0.45))  # (sentences, sentences, gap, gap)
     ar_q = sweep.ar.quality
     truth = (exact.mean_sentences, exact.pooled_sentence_bits - exact.sentence_entropy)
-    fig, (wide, near) = new_figure(ncols=2, figsize=(11, 5.2), width_ratios=(1.1, 1))
-    labels = {wide: [], near: []}  # (rank, x, y, text, colour): rank 0 the AR model and each slowest setting
-    points = {wide: [], near: []}  # every marker: (x, y, radius in points)
+    fig, panels = new_figure(ncols=3, figsize=(13, 5.2), width_ratios=(1.1, 0.8, 1))
+    wide, cluster, near = panels
+    labels = {ax: [] for ax in panels}  # (rank, x, y, text, colour): rank 0 the AR model and each slowest setting
+    points = {ax: [] for ax in panels}  # every marker: (x, y, radius in points)
+
+    def panel_of(x, y):  # the zoom a point is labelled in, else the wide panel
+        for ax, (x0, x1, y0, y1) in zip((cluster, near), zooms, strict=True):
+            if x0 < x < x1 and y0 < y < y1:
+                return ax
+        return wide
+
     temps = sweep.ar_runs["AR"]
     ar_xy = [(r.quality.sentences[0], r.quality.sentence_gap[0]) for r in temps]
     for r, (x, y) in zip(temps, ar_xy, strict=True):  # the AR model's temperatures, labelled in the zoom
         labels[near].append((0, x, y, f"T = {r.setting}", AR_COLOR))
-    for ax in (wide, near):
+    for ax in panels:
         box = (ar_q.sentences[0] - target.length_tolerance, ar_q.sentence_gap[0] - target.gap_tolerance)
         ax.add_patch(plt.Rectangle(box, 2 * target.length_tolerance, 2 * target.gap_tolerance, color=AR_COLOR,
                                    alpha=0.12, lw=0))  # fmt: skip
@@ -238,26 +247,29 @@ def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure
             last = -1.0
             ranked = sorted(zip(runs, x, y, strict=True), key=lambda p: p[0].tokens_per_pass)
             for rank, (r, xi, yi) in enumerate(ranked):
-                inside = zoom[0] < xi < zoom[1] and zoom[2] < yi < zoom[3]
-                if inside == (ax is near) and r.tokens_per_pass > last + 0.4:  # one panel each, rates apart
+                if panel_of(xi, yi) is ax and (ax is cluster or r.tokens_per_pass > last + 0.4):  # rates apart
                     last = r.tokens_per_pass
                     labels[ax].append((min(rank, 1), xi, yi, f"{last:.1f}", color))
         ax.plot(*zip(*ar_xy, strict=True), "o-", color=AR_COLOR, ms=5, zorder=5, label="AR model, T = 0.5 ... 1")
         ax.plot(*truth, "*", color=TRUTH_COLOR, ms=14, zorder=6, label="the language itself")
     for v in (1.0, 0.5, 0.1):  # what the dot sizes mean
         near.scatter([], [], s=8 + 80 * v, color="grey", alpha=0.6, label=f"{100 * v:.0f} % valid")
-    wide.add_patch(plt.Rectangle((zoom[0], zoom[2]), zoom[1] - zoom[0], zoom[3] - zoom[2], fill=False, ls="--"))
-    wide.set(xlabel="sentences per valid document", ylabel="within-sentence gap (bits per sentence)")
+    for ax, (x0, x1, y0, y1), line in zip((cluster, near), zooms, (":", "--"), strict=True):
+        wide.add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ls=line))
+        ax.set(xlim=(x0, x1), ylim=(y0, y1))
+    ylabel = "within-sentence gap (bits per sentence)"
+    for ax in panels:
+        ax.set(xlabel="sentences per valid document", ylabel=ylabel)
     wide.set(xlim=(2.98, 4.3), ylim=(-2.2, 1))
-    wide.set_title("Length and diversity (dot size: validity; labels: tokens per pass)", loc="left", fontsize=10)
-    near.set(xlim=zoom[:2], ylim=zoom[2:], xlabel="sentences per valid document", ylabel="within-sentence gap (bits)")
-    near.set_title("Zoom on the dashed box; shaded: matches AR at T = 1", loc="left", fontsize=10)
+    wide.set_title("Length and diversity (dot size: validity;\nlabels: tokens per pass)", loc="left", fontsize=10)
+    cluster.set_title("Zoom on the dotted box:\nconfidence order and the threshold", loc="left", fontsize=10)
+    near.set_title("Zoom on the dashed box;\nshaded: matches AR at T = 1", loc="left", fontsize=10)
     handles, names = wide.get_legend_handles_labels()
     sizes, size_names = near.get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower left", ncols=4, fontsize=8)
     fig.legend(sizes[-3:], size_names[-3:], loc="outside lower right", ncols=3, fontsize=8)  # dot size: validity
     fig.canvas.draw()  # the layout first: the labels are placed in display space
-    for ax in (wide, near):
+    for ax in panels:
         ordered = [label[1:] for label in sorted(labels[ax], key=lambda label: label[0])]  # stable: by rate after
         place_labels(ax, ordered, points[ax], avoid=[])
     return fig
