@@ -29,6 +29,15 @@ CHECKS = {  # exercise -> (notebook, check)
 }
 
 
+def learners_copy(reference):
+    """The reference as a learner's own function: the same code, defined outside helpers.solutions."""
+
+    def mine(*args, **kwargs):
+        return reference(*args, **kwargs)
+
+    return mine
+
+
 def report_of(check, fn, capsys) -> tuple[bool, str]:
     passed = check(fn)
     return passed, capsys.readouterr().out
@@ -41,7 +50,7 @@ def test_the_reference_passes_quickly(name, capsys):
     torch.set_num_threads(1)  # CPU time of one thread: idle threads spinning on a busy machine do not count
     try:
         start = time.process_time()  # CPU time: a check must be quick even when the machine is busy
-        passed, out = report_of(check, getattr(solutions, name), capsys)
+        passed, out = report_of(check, learners_copy(getattr(solutions, name)), capsys)
         seconds = time.process_time() - start
     finally:
         torch.set_num_threads(threads)
@@ -49,6 +58,16 @@ def test_the_reference_passes_quickly(name, capsys):
     assert out.startswith(f"✓ {name}: ") and out.count("\n") == 1
     assert re.search(r"\d", out)  # the success report gives a measured number
     assert seconds <= 5, f"{name} took {seconds:.1f} s of CPU time"
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_the_reference_itself_is_named_so_run_all_cannot_pass_an_unfilled_stub(name, capsys):
+    # After Run All, a later cell's `from helpers.solutions import name` replaces the learner's function
+    _, check = CHECKS[name]
+    passed, out = report_of(check, getattr(solutions, name), capsys)
+    assert passed, out
+    assert out.startswith(f"✓ {name}, the reference from helpers.solutions, not yours: ")
+    assert "run your own cell again" in out
 
 
 @pytest.mark.parametrize("name", CHECKS)
