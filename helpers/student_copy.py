@@ -30,7 +30,10 @@ from nbconvert.preprocessors import TagRemovePreprocessor
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 SOLUTION_TAG = "solution"
 ANSWER_TAG = "answer"  # a cell that answers a prediction or an exercise: output cleared, or text folded, in the copy
-FOLD = "<details><summary>What the cell above shows (run it first, then open this)</summary>\n\n{}\n\n</details>"
+FOLD = (
+    "<details><summary>The answer, and what follows from it (run the cell above first, then open this)</summary>"
+    "\n\n{}\n\n</details>"
+)
 PREDICT = "**Predict before you run.**"
 README = """\
 # Typewriter and Editor: student copy

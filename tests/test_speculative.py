@@ -595,7 +595,7 @@ def test_the_time_table_adds_up_and_gives_both_speed_ups():
         "small drafter, gamma 4": TimeSplit(0.0126, 0.0075, 0.0032, 7, 25),
     }
     header, ar, spec = time_split_text(splits, 32, "AR model alone").splitlines()
-    assert "passes only" in header and "measured" in header and "else per token" in header
+    assert "passes only" in header and "measured" in header and "rest, per token" in header
     assert "32 x 1.00 ms" in ar and ar.split()[-2:] == ["1.00x", "1.00x"]
     assert "7 x 1.80 ms" in spec and "25 x 0.30 ms" in spec and "0.10 ms" in spec and "23.3 ms" in spec
     assert spec.split()[-2:] == ["1.59x", "1.51x"]  # 32 / 20.1 ms of passes; 35.2 / 23.3 ms in all
@@ -629,7 +629,7 @@ def test_the_prediction_tables_show_the_stored_run():
 
     data = load()
     lines = prediction_text(data, gamma=8).splitlines()
-    assert len(lines) == 6 and "alpha pred / meas" in lines[0]
+    assert len(lines) == 6 and "1st draft alpha: pred / meas" in lines[0]
     small = next(line for line in lines if line.startswith("small AR drafter"))
     assert "0.989 / 0.991" in small and " 4.51 " in small and small.endswith("8.62 / 7.65 / 7.61")
     assert lines[-1].endswith("alpha of its 1st to 4th drafted token 0.97, 0.72, 0.57, 0.44")

@@ -86,16 +86,16 @@ def draw_three_sources(exact: Sweep, trained: Sweep, reference: Run, target: Tar
                 ax.plot(*zip(*points, strict=True), style, color=color, marker="o", ms=3, lw=1.6)
         ticks = [1, 2, 4, 8] if measure == "validity" else [1, 2, 4]  # length and gap stop where validity fades
         ax.set(xscale="log", xlabel="tokens per pass (log scale)", ylabel=Y_LABELS[measure])
-        ax.set(xlim=(0.8, 9) if measure == "validity" else (0.85, 4.6))
+        ax.set(xlim=(0.72, 9) if measure == "validity" else (0.75, 4.6))  # room for the arrows' names at the left
         ax.set_title(title, loc="left", fontsize=10)
         ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.set_xticks([], minor=True)
     axes[0].set(ylim=(-3, 103))
     axes[1].set(ylim=(2.9, 4.3))
     axes[2].set(ylim=(-2.4, 0.9))
-    _bracket(axes[0], 0.9, 100.0, _at(trained, "random", 1.0, "validity"), "model", left=True)
+    _bracket(axes[0], 0.88, 100.0, _at(trained, "random", 1.0, "validity"), "model", left=True)
     _bracket(axes[0], 2.0, 100.0, _at(exact, "random", 2.0, "validity"), "factorization", at=0.15)  # above the curves
-    _bracket(axes[1], 0.9, _at(exact, "random", 1.0, "length"), _at(exact, "confidence", 1.0, "length"),
+    _bracket(axes[1], 0.88, _at(exact, "random", 1.0, "length"), _at(exact, "confidence", 1.0, "length"),
              "selection", left=True)  # fmt: skip
     handles = [axes[0].plot([], [], color=c, lw=2)[0] for _, c in SAMPLERS.values()]
     handles += [axes[0].plot([], [], "-", color="#999999")[0], axes[0].plot([], [], "--", color="#999999")[0]]
@@ -156,7 +156,8 @@ def split_summary(exact: Sweep, trained: Sweep, rates=(1.0, 2.0), rows=SUMMARY_R
     '(x)': within two standard errors of zero. split_table gives them all."""
     digits = {"validity": 1, "length": 2, "diversity": 2}
     names = [f"{r:g} token{'s' if r != 1 else ''}/pass" for r in rates]
-    lines = [f"{'points of validity unless named; (x): within 2 s.e. of 0':58s}" + "".join(f"{n:>15s}" for n in names)]
+    lines = ["points of validity unless named; 0: exactly 0; (x): within 2 s.e. of 0"]
+    lines.append(f"{'':58s}" + "".join(f"{n:>15s}" for n in names))
     for label, sampler, source, measure in rows:
         parts = [getattr(three_way_split(exact, trained, sampler, r, measure), source) for r in rates]
         lines.append(f"{label:58s}" + "".join(_cell(p, SCALE[measure], digits[measure], 15) for p in parts))
@@ -208,9 +209,10 @@ def limit_summary(exact: Sweep, trained: Sweep, reference: Run, target: Target, 
             which = f"any of the {len(never)} samplers" if len(never) == len(rows) else ", ".join(never)
             lines.append(f"  {label}, never with {which}")
     alone = tokens_per_pass_at(trained.runs["threshold (Fast-dLLM)"], reference, target, ("validity",))
+    low, high = alone.plausible
     lines.append(
         f"  trained model, threshold, on validity alone: {alone.tokens_per_pass:.2f}"
-        f" (settings {alone.bracket[0]:.2f} and {alone.bracket[1]:.2f})"
+        f" (settings {alone.bracket[0]:.2f} and {alone.bracket[1]:.2f}; bootstrap 95 % range {low:.2f} to {high:.2f})"
     )
     return "\n".join(lines)
 

@@ -47,7 +47,7 @@ def prediction_text(data: dict, gamma: int = 8) -> str:
     Last, the one-pass diffusion drafter's alpha along its draft."""
     i, j = GAMMAS.index(gamma), GAMMAS.index(QUALITY_GAMMA)
     lines = [
-        f"{'drafter':26s} {'alpha pred / meas':>17s} {'gamma ' + str(QUALITY_GAMMA) + ': measured':>18s}"
+        f"{'drafter':26s} {'1st draft alpha: pred / meas':>28s} {'gamma ' + str(QUALITY_GAMMA) + ': measured':>18s}"
         f" {'gamma ' + str(gamma) + ': formula / chain / measured':>36s}"
     ]
     for name in DRAFTERS:
@@ -55,7 +55,7 @@ def prediction_text(data: dict, gamma: int = 8) -> str:
         measured = [r["new_tokens"] / r["target_passes"] for r in rows]
         alpha = f"{pred['alpha']:.3f} / {measured_alpha(rows):.3f}"
         at_gamma = f"{pred['formula'][i]:.2f} / {pred['chain'][i]:.2f} / {measured[i]:.2f}"
-        lines.append(f"{DRAFTER_STYLE[name][0]:26s} {alpha:>17s} {measured[j]:18.2f} {at_gamma:>36s}")
+        lines.append(f"{DRAFTER_STYLE[name][0]:26s} {alpha:>28s} {measured[j]:18.2f} {at_gamma:>36s}")
     along = data["predicted"][DRAFTERS[2]]["alpha_by_index"][:4]
     lines.append(f"{DRAFTER_STYLE[DRAFTERS[2]][0]}: alpha of its 1st to 4th drafted token " + ", ".join(
         f"{a:.2f}" for a in along))  # fmt: skip
@@ -254,7 +254,7 @@ def time_split_text(splits: dict, tokens: int, reference: str) -> str:
         raise ValueError(f"reference must be one of the timed decoders {list(splits)}, got {reference!r}")
     base = splits[reference]
     head = (
-        f"{'decoder':40s} {'target passes':>14s} {'drafter passes':>15s} {'else per token':>14s} {'total':>8s}"
+        f"{'decoder':40s} {'target passes':>14s} {'drafter passes':>15s} {'rest, per token':>15s} {'total':>8s}"
         f"  {'speed-up: passes only':>21s} {'measured':>9s}"
     )
     lines = [head]
@@ -263,7 +263,7 @@ def time_split_text(splits: dict, tokens: int, reference: str) -> str:
         draft = f"{t.draft_passes:3.0f} x {1e3 * t.draft_forward / t.draft_passes:.2f} ms" if t.draft_passes else "-"
         passes_only = (base.target_forward + base.draft_forward) / (t.target_forward + t.draft_forward)
         lines.append(
-            f"{name:40s} {target:>14s} {draft:>15s} {1e3 * t.other / tokens:11.2f} ms {1e3 * t.total:5.1f} ms"
+            f"{name:40s} {target:>14s} {draft:>15s} {1e3 * t.other / tokens:12.2f} ms {1e3 * t.total:5.1f} ms"
             f"  {passes_only:20.2f}x {base.total / t.total:8.2f}x"
         )
     return "\n".join(lines)
@@ -283,7 +283,7 @@ def time_lost_text(splits: dict, reference: str) -> str:
     step, work = base.target_forward / base.target_passes, base.other / base.target_passes  # s per AR pass
     parts = ("dearer target passes", "drafter passes", "per-token work")
     lines = [
-        f"{'decoder':28s} {'AR time / tok per pass':>22s} {'+ ' + parts[0]:>22s} {'+ ' + parts[1]:>16s}"
+        f"{'decoder':28s} {'AR time ÷ tokens/pass':>22s} {'+ ' + parts[0]:>22s} {'+ ' + parts[1]:>16s}"
         f" {'+ ' + parts[2]:>16s} {'= total':>8s}  largest"
     ]
     for name, t in splits.items():
