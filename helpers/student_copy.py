@@ -30,10 +30,8 @@ from nbconvert.preprocessors import TagRemovePreprocessor
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 SOLUTION_TAG = "solution"
 ANSWER_TAG = "answer"  # a cell that answers a prediction or an exercise: output cleared, or text folded, in the copy
-FOLD = (
-    "<details><summary>The answer, and what follows from it (run the cell above first, then open this)</summary>"
-    "\n\n{}\n\n</details>"
-)
+FOLD = "<details><summary>The answer, {} (run the cell above first, then open this)</summary>\n\n{}\n\n</details>"
+CARRY = "**Carry forward:**"  # a folded reading may end with the line the notebook carries forward
 PREDICT = "**Predict before you run.**"
 README = """\
 # Typewriter and Editor: student copy
@@ -101,7 +99,12 @@ def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
             elif not cell.source.startswith("<details>"):
-                cell.source = FOLD.format(cell.source)
+                what = (
+                    "what follows from it, and the line to carry forward"
+                    if CARRY in cell.source
+                    else "and what follows from it"
+                )
+                cell.source = FOLD.format(what, cell.source)
     return nb
 
 

@@ -138,6 +138,8 @@ def test_the_copy_is_the_course_less_its_solution_cells(copy_dir, student):
                 assert cell.source == full.source and cell.outputs == [] and full.outputs, (name, cell.id)
             elif is_answer(full):  # the same text, folded under a summary
                 assert cell.source.startswith("<details>") and full.source in cell.source, (name, cell.id)
+                summary = cell.source.split("</summary>")[0]  # a folded carry-forward line is named, not lost
+                assert ("carry forward" in summary) == ("**Carry forward:**" in full.source), (name, cell.id)
             else:
                 assert cell == full, (name, cell.id)
         assert nb.metadata == FULL[name].metadata, name  # the saved widget state too

@@ -40,11 +40,12 @@ class ToyRates:
     def text(self) -> str:
         return "\n".join(
             [
-                f"all three measures: {self.matched} of {self.samplers} samplers match with the trained model;",
+                f"all three measures: {self.matched} of the {self.samplers} strategies of notebook 03's sweep (its"
+                " samplers, editors and stress test) match with the trained model;",
                 f"  with the exact conditionals (the exact denoiser) at most {self.limit:.2f} tokens per pass",
                 f"validity alone, trained model: {self.validity.range_text} tokens per pass",
                 f"at 4 or more tokens per pass, trained model: at most {100 * self.best_valid_fast:.1f} % of "
-                "documents valid",
+                "documents valid (any strategy)",
             ]
         )
 
