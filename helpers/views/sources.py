@@ -12,6 +12,7 @@ from helpers.error_sources import MEASURE_LABELS, curve, three_way_split, truth,
 from helpers.matched_quality import Run, Sweep
 from helpers.matching import MEASURES, Target, tokens_per_pass_at
 from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
+from helpers.views.sweep import ar_line  # noqa: F401 (section 5.3 prints the AR model's quality with its limits)
 
 SAMPLERS = {  # sampler -> (short name, colour): the figure's orders, coloured as in the rest of notebook 03
     "random": ("random order", ACCENT_COLOR),

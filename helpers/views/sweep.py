@@ -281,14 +281,21 @@ def at_quality(runs: list[Run], reference: Run, target: Target, measures) -> str
     return f"{at}" + (f", settings {at.bracket[0]:.2f}-{at.bracket[1]:.2f}" if at.bracket else "")
 
 
+def ar_line(sweep: Sweep) -> str:
+    """The AR model's quality at T = 1 (the reference every match is measured against), one line."""
+    q = check_sweep(sweep).ar.quality
+    return (
+        f"AR model at T = 1: {100 * q.validity[0]:.1f} % valid, {q.sentences[0]:.2f} ± {q.sentences[1]:.2f}"
+        f" sentences, gap {q.sentence_gap[0]:+.2f} ± {q.sentence_gap[1]:.2f} bits per sentence"
+    )
+
+
 def matched_table(sweep: Sweep, target: Target) -> str:
     """Per strategy, tokens per pass matched on validity only, on validity and length, and on all
     three measures (helpers.matching), with the target's tolerances first."""
     sweep = check_sweep(sweep)
-    q = sweep.ar.quality
     lines = [
-        f"AR model at T = 1: {100 * q.validity[0]:.1f} % valid, {q.sentences[0]:.2f} ± {q.sentences[1]:.2f}"
-        f" sentences, gap {q.sentence_gap[0]:+.2f} ± {q.sentence_gap[1]:.2f} bits per sentence",
+        ar_line(sweep),
         f"the target: {target}\n",
         f"{'tokens per pass':13s}" + "".join(f"{name:>37s}" for name in RELAXED),
     ]
