@@ -162,6 +162,12 @@ class AtQuality:
         return f"{self.tokens_per_pass:.2f} ± {self.se:.2f}"
 
     @property
+    def settings_text(self) -> str:
+        """str() with the two measured rates the crossing lies between, e.g. '1.09 ± 0.03, settings
+        1.08-1.16'; 'never (...)' as str()."""
+        return f"{self}" + (f", settings {self.bracket[0]:.2f}-{self.bracket[1]:.2f}" if self.bracket else "")
+
+    @property
     def range_text(self) -> str:
         """The value with its plausible range, e.g. '1.32 (1.30 to 1.34)'; 'never (...)' as str()."""
         if self.plausible is None:

@@ -165,12 +165,6 @@ def split_summary(exact: Sweep, trained: Sweep, rates=(1.0, 2.0), rows=SUMMARY_R
     return "\n".join(lines)
 
 
-def _rate_text(at) -> str:
-    """'1.09 ± 0.03, settings 1.08-1.16' (± the bootstrap's standard error; the two settings the
-    rate is interpolated between), or 'never (the measures that fail)'."""
-    return f"{at}" + (f", settings {at.bracket[0]:.2f}-{at.bracket[1]:.2f}" if at.bracket else "")
-
-
 def limit_table(exact: Sweep, trained: Sweep, reference: Run, target: Target, rows=LIMIT_ROWS) -> str:
     """Tokens per pass at the AR model's quality, all three measures, with the exact denoiser (what
     any model of the language could reach with that sampler) and with the trained model: the rate
@@ -186,7 +180,7 @@ def limit_table(exact: Sweep, trained: Sweep, reference: Run, target: Target, ro
     shares = []
     for name in rows:
         at = [tokens_per_pass_at(curve(s, name), reference, target) for s in (exact, trained)]
-        lines.append(f"{short(name):19s} {_rate_text(at[0]):>36s} {_rate_text(at[1]):>36s}")
+        lines.append(f"{short(name):19s} {at[0].settings_text:>36s} {at[1].settings_text:>36s}")
         shares += [f"{short(name)} ({model}) {a.matched_share:.2f}" for a, model in zip(at, ("exact", "trained"),
                    strict=True) if a.tokens_per_pass is not None]  # fmt: skip
     if shares:

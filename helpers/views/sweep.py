@@ -277,8 +277,7 @@ def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure
 
 def at_quality(runs: list[Run], reference: Run, target: Target, measures) -> str:
     """Tokens per pass at the target on `measures`, with the two settings it lies between."""
-    at = tokens_per_pass_at(runs, reference, target, measures)
-    return f"{at}" + (f", settings {at.bracket[0]:.2f}-{at.bracket[1]:.2f}" if at.bracket else "")
+    return tokens_per_pass_at(runs, reference, target, measures).settings_text
 
 
 def ar_line(sweep: Sweep) -> str:
