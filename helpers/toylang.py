@@ -22,7 +22,7 @@ from helpers.documents import DocumentMixin
 from helpers.grammar import Grammar, Phrases, sentence_phrases
 from helpers.validation import check_int
 
-__all__ = ["LANG", "Grammar", "ToyLanguage"]
+__all__ = ["LANG", "CountingLanguage", "Grammar", "ToyLanguage"]
 
 
 class ToyLanguage(DocumentMixin):
@@ -211,6 +211,22 @@ class ToyLanguage(DocumentMixin):
         run = slice(first, end)
         return np.bincount(tokens[run, len(prefix)], weights=probs[run], minlength=len(self.vocab)) / probs[run].sum()
 
+    def all_next_token_probs(self, ids) -> np.ndarray:
+        """Every next-token distribution of a known sentence at once (teacher forcing, exactly): (width, V),
+        row k is next_token_probs(row[:k]) for the sentence's row (its words, then eos padding)."""
+        words = self._strip(ids)
+        if words is None or not self.is_valid(words):
+            raise ValueError(f"{self.decode(ids)!r} is not a sentence of the language")
+        tokens, probs = self._table
+        (S, W), V = tokens.shape, len(self.vocab)
+        row = np.array([*words, *[self.eos_id] * (W - len(words))])  # (W,) the full row
+        same = tokens == row  # (S, W) does support sentence s agree with ours at position k?
+        agrees_before = np.cumprod(np.hstack([np.ones((S, 1), bool), same[:, :-1]]), axis=1)  # (S, W) on x_<k
+        weight = agrees_before * probs[:, None]  # (S, W) mass of the sentences that share the prefix x_<k
+        flat = (np.arange(W) * V + tokens).ravel()  # (S*W,) index of (position k, token at k)
+        table = np.bincount(flat, weights=weight.ravel(), minlength=W * V).reshape(W, V)  # (W, V)
+        return table / weight.sum(axis=0)[:, None]
+
     def order_conditionals(self, order) -> np.ndarray:
         """For every support sentence, the exact conditional of each token given the tokens
         before it in `order` (a permutation of the positions): (S, width), column k holds
@@ -311,6 +327,24 @@ class ToyLanguage(DocumentMixin):
     def entropy_rate_bits(self) -> float:
         """Bits per word token of a stream of sentences (punctuation counts as a token)."""
         return self.entropy_bits() / self.mean_sentence_tokens()
+
+
+class CountingLanguage:
+    """A ToyLanguage as notebook 01's loops see it (eos_id, next_token_probs, all_next_token_probs),
+    counting in `passes` their calls for next-token probabilities: a call is one pass of a model."""
+
+    def __init__(self, lang: ToyLanguage):
+        if not isinstance(lang, ToyLanguage):
+            raise ValueError(f"lang must be a ToyLanguage, got {type(lang).__name__}")
+        self._lang, self.eos_id, self.passes = lang, lang.eos_id, 0
+
+    def next_token_probs(self, prefix) -> np.ndarray:
+        self.passes += 1
+        return self._lang.next_token_probs(prefix)
+
+    def all_next_token_probs(self, ids) -> np.ndarray:
+        self.passes += 1
+        return self._lang.all_next_token_probs(ids)
 
 
 LANG = ToyLanguage()

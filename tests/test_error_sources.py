@@ -142,7 +142,8 @@ def test_the_views_show_the_split_and_the_limit(sweeps):
     table = sources.split_table(exact, trained)
     assert table.count("\n") == 4 + 8 and "random          1    83.0   -17.0       0       0" in table
     summary = sources.split_summary(exact, trained)
-    assert "-52.1" in summary and "(-0.2)" in summary and "-20.3" in summary  # the numbers section 5.2 reads
+    assert "-52.1" in summary and "(-0.2)" in summary and "+31.2" in summary  # the numbers section 5.2 reads
+    assert "-20.3" in table  # entropy order's selection at two tokens per pass: the full table only
     limit = sources.limit_table(exact, trained, trained.ar, target)
     assert "threshold, entropy" in limit and "1.09 ± 0.03, settings 1.08-1.16" in limit
     assert "never (length, diversity)" in limit
@@ -157,3 +158,9 @@ def test_the_views_show_the_split_and_the_limit(sweeps):
     arrows = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert arrows == ["", "model", "", "factorization", "", "selection"]
     plt.close(fig)
+    core = sources.draw_three_sources(exact, trained, trained.ar, target, samplers=sources.CORE_SAMPLERS)
+    curves = [line for line in core.axes[0].lines if line.get_marker() == "o"]  # measured settings, not guides
+    assert len(curves) == 2 * len(sources.CORE_SAMPLERS)  # each order on both models
+    plt.close(core)
+    with pytest.raises(ValueError, match="must include 'random' and 'confidence'"):
+        sources.draw_three_sources(exact, trained, trained.ar, target, samplers=("confidence", "entropy"))

@@ -252,6 +252,36 @@ def test_next_token_probs_of_an_impossible_prefix_raises(prefix):
         LANG.next_token_probs(LANG.encode(prefix))
 
 
+def test_all_next_token_probs_is_every_next_token_distribution_at_once(support):
+    tokens, _ = support
+    longest = tokens[int(np.argmax(LANG.sentence_lengths))]  # no room left: one <eos> ends the row
+    for sentence in [*LANG.sample(50, seed=5), list(longest[: LANG.max_sentence_tokens])]:
+        row = [*sentence, *[LANG.eos_id] * (LANG.width - len(sentence))]
+        looped = np.stack([LANG.next_token_probs(row[:k]) for k in range(LANG.width)])  # (W, V)
+        assert np.allclose(LANG.all_next_token_probs(sentence), looped, rtol=0, atol=1e-12)
+        assert np.allclose(LANG.all_next_token_probs(row), looped, rtol=0, atol=1e-12)  # padding given too
+
+
+@pytest.mark.parametrize("text", ["the cat sleeps", "the small cat near the dogs sleep .", "the cat sleeps . ."])
+def test_all_next_token_probs_of_a_non_sentence_raises(text):
+    with pytest.raises(ValueError, match="not a sentence of the language"):
+        LANG.all_next_token_probs(LANG.encode(text))
+
+
+def test_the_counting_language_counts_one_pass_per_call():
+    from helpers.solutions import sample_sentence
+    from helpers.toylang import CountingLanguage
+
+    sampling, known = CountingLanguage(LANG), CountingLanguage(LANG)
+    sentence = sample_sentence(sampling, np.random.default_rng(7))  # one call per token, <eos> included
+    assert sentence == sample_sentence(LANG, np.random.default_rng(7))  # the same draws as LANG itself
+    assert sampling.passes == len(sentence) + 1 and sampling.eos_id == LANG.eos_id
+    assert np.array_equal(known.all_next_token_probs(sentence), LANG.all_next_token_probs(sentence))
+    assert known.passes == 1
+    with pytest.raises(ValueError, match="must be a ToyLanguage"):
+        CountingLanguage("LANG")
+
+
 # ---------------------------------------------------------------- valid input of every kind still works
 
 

@@ -81,10 +81,33 @@ def test_joint_vs_product_outlines_the_allowed_pairs_and_labels_every_cell(two_a
     for ax in two_axes:
         assert len(ax.patches) == 2  # the two non-zero cells of the joint
         assert len(ax.texts) == 4
-    assert "valid mass 0.500" in two_axes[0].get_title()
-    assert "valid mass 0.250" in two_axes[1].get_title()  # 0.1 + 0.15 on the allowed cells
-    assert [t.get_text() for t in two_axes[0].texts] == ["0.200", "0.000", "0.000", "0.300"]  # one format
-    assert [t.get_text() for t in two_axes[1].texts] == ["0.100", "0.150", "0.100", "0.150"]
+    assert "valid mass 0.5000" in two_axes[0].get_title()
+    assert "valid mass 0.2500" in two_axes[1].get_title()  # 0.1 + 0.15 on the allowed cells
+    assert [t.get_text() for t in two_axes[0].texts] == ["0.2000", "0", "0", "0.3000"]  # an empty cell: "0"
+    assert [t.get_text() for t in two_axes[1].texts] == ["0.1000", "0.1500", "0.1000", "0.1500"]
+
+
+def test_joint_vs_product_labels_add_up_to_the_titles_valid_mass(two_axes):
+    # four decimals: cells of 0.0225 and 0.0675 (notebook 01's cities) would round away 0.002 at three
+    joint = np.array([[0.2, 0.1, 0.0], [0.0, 0.0, 0.15], [0.15, 0.15, 0.15]])
+    product = np.array([[0.06, 0.03, 0.0675], [0.0225, 0.0225, 0.0225], [0.0675, 0.0675, 0.0675]])
+    draw_joint_vs_product(two_axes, joint, product, ["a", "b", "c"], ["x", "y", "z"])
+    labels = np.array([float(t.get_text()) for t in two_axes[1].texts]).reshape(3, 3)
+    shown = labels[joint > 0].sum()
+    assert f"valid mass {shown:.4f}" in two_axes[1].get_title()
+    assert f"valid mass {product[joint > 0].sum():.4f}" in two_axes[1].get_title()
+
+
+def test_joint_vs_product_outlines_stay_apart_and_inside_the_frame(two_axes):
+    draw_joint_vs_product(two_axes, np.array([[0.5, 0.5]]), np.array([[0.25, 0.25]]), ["san"], ["diego", "jose"])
+    for ax in two_axes:
+        left, right = sorted(ax.patches, key=lambda box: box.get_x())
+        assert left.get_x() + left.get_width() < right.get_x()  # two neighbours: two boxes, not one line
+        x_lo, x_hi = sorted(ax.get_xlim())
+        y_lo, y_hi = sorted(ax.get_ylim())
+        for box in (left, right):
+            assert x_lo < box.get_x() and box.get_x() + box.get_width() < x_hi
+            assert y_lo < box.get_y() and box.get_y() + box.get_height() < y_hi
 
 
 def test_joint_vs_product_shares_one_colour_scale_and_one_colour_bar(two_axes):

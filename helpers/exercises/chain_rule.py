@@ -14,6 +14,7 @@ from helpers.toylang import LANG
 N_DRAWS = 4000  # sentences drawn from the learner's sampler
 NOISE_REPLICAS = 40  # exact samplers of the same size, for the expected TV
 CALLS_PER_SENTENCE = 4 * (LANG.width + 1)  # a loop that asks more often than this does not stop
+REPLAYED = 20  # draws typed again from the same seed: every random draw must come from rng
 KINDS = {"statement": None, "question": ("do", "does"), "travel": ("alice", "bob", "carol", "dave")}
 SAMPLE_HINT = (
     "draw each token with exactly the probability lang.next_token_probs(prefix) gives it, prefix = every token "
@@ -98,6 +99,7 @@ def _sampler_report(fn) -> str:
         if tuple(ids) not in index:
             raise Failed(f"draw {i + 1} is {LANG.decode(ids)!r}, which the language never produces", SAMPLE_HINT)
         rows[i] = index[tuple(ids)]
+    _same_seed_same_sentences(fn, rows[:REPLAYED])
     _, probs = LANG.support()
     if np.all(rows == rows[0]):
         raise Failed(f"all {N_DRAWS:,} draws are the same sentence, {LANG.decode(tokens_of(rows[0]))!r}", SAMPLE_HINT)
@@ -116,10 +118,26 @@ def _sampler_report(fn) -> str:
             raise Failed(f"{name}s are {measured:.3f} of your draws; exactly {exact:.3f} ± {se:.3f}", SAMPLE_HINT)
         shares.append(f"{measured:.3f}")
     return (
-        f"{N_DRAWS:,} sentences, all valid; TV distance {tv:.3f} from the exact distribution "
-        f"(an exact sampler: {mean:.3f} ± {sd:.3f}); statements, questions, travel: "
+        f"{N_DRAWS:,} sentences, all valid, reproducible from the seed; "
+        f"TV distance {tv:.3f} from the exact distribution (an exact sampler: {mean:.3f} ± {sd:.3f}); "
+        "statements, questions, travel: "
         f"{', '.join(shares)} (exact 0.500, 0.200, 0.300)"
     )
+
+
+def _same_seed_same_sentences(fn, rows: np.ndarray) -> None:
+    """Type the first sentences again from a fresh rng of the same seed: they must come out the same."""
+    lang, rng = ChainRuleOnly(), np.random.default_rng(0)
+    for i, row in enumerate(rows):
+        lang.calls_left = CALLS_PER_SENTENCE
+        again = as_ids(call(fn, lang, rng, case=f"draw {i + 1} again", hint=SAMPLE_HINT), f"draw {i + 1} again")
+        if again != tokens_of(row):
+            raise Failed(
+                f"the same seed typed other sentences: draw {i + 1} was {LANG.decode(tokens_of(row))!r}, "
+                f"then {LANG.decode(again)!r}",
+                "take every random draw from rng, the Generator passed in (not np.random or the random module): "
+                "then a seed reproduces the sentences",
+            )
 
 
 def tokens_of(row: int) -> list[int]:

@@ -12,6 +12,7 @@ import numpy as np
 from helpers.plotting import ACCENT_COLOR, AR_COLOR, TRUTH_COLOR
 
 LABEL_WIDTH = 26  # characters per line of a sentence label; longer ones wrap onto a second line
+OUTLINE = 0.86  # side of the outline of an allowed pair, in cells
 
 
 def _probabilities(name: str, values, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -60,8 +61,9 @@ def draw_exact_vs_sampled(ax, labels: Sequence[str], exact, sampled, std_err, n_
 def draw_joint_vs_product(axes, joint, product, row_labels: Sequence[str], col_labels: Sequence[str]) -> None:
     """Two heatmaps of the same pair of positions on one grey scale, with one colour bar: the true joint
     (left) and the product of the two marginals (right). Every cell is labelled with its probability
-    (three decimals) and the cells where the joint is non-zero (the pairs the language allows) are
-    outlined in both."""
+    (four decimals, enough for the labels of the outlined cells to add up to the title's valid mass;
+    an empty cell reads "0"), and the cells where the joint is non-zero (the pairs the language allows)
+    are outlined in both, each on its own, inside the cell."""
     if len(axes) != 2:
         raise ValueError(f"axes must be two panels (truth, all at once), got {len(axes)}")
     shape = (len(row_labels), len(col_labels))
@@ -71,14 +73,15 @@ def draw_joint_vs_product(axes, joint, product, row_labels: Sequence[str], col_l
     product = _probabilities("product", product, shape)
     allowed = joint > 0  # (rows, cols) the pairs the language can produce
     panels = (
-        (joint, f"truth: P(x3) P(x4 | x3), valid mass {joint.sum():.3f}"),
-        (product, f"all at once: P(x3) P(x4), valid mass {product[allowed].sum():.3f}"),
+        (joint, f"truth: P(x3) P(x4 | x3), valid mass {joint.sum():.4f}"),
+        (product, f"all at once: P(x3) P(x4), valid mass {product[allowed].sum():.4f}"),
     )
     vmax = max(joint.max(), product.max()) / 0.8  # one scale for both panels; the largest cell not black
     for ax, (grid, title) in zip(axes, panels, strict=True):
         image = ax.imshow(grid, cmap="Greys", vmin=0, vmax=vmax)
         for i, j in zip(*np.nonzero(allowed), strict=True):
-            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=ACCENT_COLOR, linewidth=2))
+            corner = (j - OUTLINE / 2, i - OUTLINE / 2)  # inside its cell: neighbours stay apart, off the frame
+            ax.add_patch(plt.Rectangle(corner, OUTLINE, OUTLINE, fill=False, edgecolor=ACCENT_COLOR, linewidth=2))
         ax.set_xticks(range(shape[1]), col_labels, rotation=40, ha="right")
         ax.set_yticks(range(shape[0]), row_labels)
         ax.set(xlabel="second half of the city (position 4)", ylabel="first half (position 3)")
@@ -86,5 +89,6 @@ def draw_joint_vs_product(axes, joint, product, row_labels: Sequence[str], col_l
         ax.set_title(title, fontsize=10)
         for (i, j), v in np.ndenumerate(grid):
             dark = v >= 0.45 * vmax  # white text where the cell is dark enough to hide black
-            ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=9, color="white" if dark else "black")
+            label = f"{v:.4f}" if v > 0 else "0"
+            ax.text(j, i, label, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     axes[0].figure.colorbar(image, ax=list(axes), label="probability", shrink=0.9)

@@ -20,6 +20,7 @@ SAMPLERS = {  # sampler -> (short name, colour): the figure's orders, coloured a
     "threshold (Fast-dLLM)": ("threshold", "black"),
     "entropy": ("entropy order", "#6b8e23"),  # olive: no other strategy of the notebook wears it
 }
+CORE_SAMPLERS = ("random", "confidence")  # section 5's figure in the core: the chain rule's order, and LLaDA's
 SPLIT_SAMPLERS = ("random", "confidence", "threshold (Fast-dLLM)", "entropy")
 SHORT = {"threshold (Fast-dLLM)": "threshold", "confidence, blocks of 8": "blocks of 8",
          "ancestral (MDLM)": "MDLM", "threshold, entropy order": "threshold, entropy"}  # fmt: skip
@@ -36,7 +37,6 @@ SUMMARY_ROWS = (  # (label, sampler, source, measure): the numbers section 5.2's
     ("selection bias, confidence order", "confidence", "selection", "validity"),
     ("  in sentences per document", "confidence", "selection", "length"),
     ("  in within-sentence gap (bits)", "confidence", "selection", "diversity"),
-    ("selection bias, entropy order", "entropy", "selection", "validity"),
 )
 
 
@@ -71,16 +71,23 @@ def _at(sweep: Sweep, name: str, rate: float, measure: str) -> float:
     return SCALE[measure] * next(value(r, measure)[0] for r in curve(sweep, name) if r.tokens_per_pass == rate)
 
 
-def draw_three_sources(exact: Sweep, trained: Sweep, reference: Run, target: Target) -> Figure:
+def draw_three_sources(
+    exact: Sweep, trained: Sweep, reference: Run, target: Target, samplers: tuple[str, ...] = tuple(SAMPLERS)
+) -> Figure:
     """Validity, sentences per document and within-sentence gap against tokens per pass: each order
-    (colour) with the exact denoiser (solid) and the trained model (dashed), the language (dotted)
-    and the AR model's quality (shaded). Vertical distances are the three sources of error; arrows
-    name one of each. Length and gap are drawn where a setting has at least 50 valid documents."""
+    of `samplers` (colour; random and confidence order at least) with the exact denoiser (solid) and
+    the trained model (dashed), the language (dotted) and the AR model's quality (shaded). Vertical
+    distances are the three sources of error; arrows at one and two tokens per pass name one of each.
+    Length and gap are drawn where a setting has at least 50 valid documents."""
+    unknown = [s for s in samplers if s not in SAMPLERS]
+    if unknown or not {"random", "confidence"} <= set(samplers):
+        raise ValueError(f"samplers must include 'random' and 'confidence', from {list(SAMPLERS)}; got {samplers}")
+    shown = {name: SAMPLERS[name] for name in samplers}
     fig, axes = new_figure(ncols=3, figsize=(12, 4.4))
     for ax, measure, title in zip(axes, MEASURES, ("validity", "length", "diversity"), strict=True):
         _band(ax, measure, reference, target)
         ax.axhline(SCALE[measure] * truth(measure), color=TRUTH_COLOR, ls=":", lw=1.5)
-        for name, (_, color) in SAMPLERS.items():
+        for name, (_, color) in shown.items():
             for sweep, style in ((exact, "-"), (trained, "--")):
                 runs = [r for r in curve(sweep, name) if measure == "validity" or r.valid.sum() >= 50]
                 points = [(r.tokens_per_pass, SCALE[measure] * value(r, measure)[0]) for r in runs]
@@ -94,15 +101,15 @@ def draw_three_sources(exact: Sweep, trained: Sweep, reference: Run, target: Tar
     axes[0].set(ylim=(-3, 103))
     axes[1].set(ylim=(2.9, 4.3))
     axes[2].set(ylim=(-2.4, 0.9))
-    _bracket(axes[0], 0.88, 100.0, _at(trained, "random", 1.0, "validity"), "model", left=True)
+    _bracket(axes[0], 1.0, 100.0, _at(trained, "random", 1.0, "validity"), "model", left=True)
     _bracket(axes[0], 2.0, 100.0, _at(exact, "random", 2.0, "validity"), "factorization", at=0.15)  # above the curves
-    _bracket(axes[1], 0.88, _at(exact, "random", 1.0, "length"), _at(exact, "confidence", 1.0, "length"),
+    _bracket(axes[1], 1.0, _at(exact, "random", 1.0, "length"), _at(exact, "confidence", 1.0, "length"),
              "selection", left=True)  # fmt: skip
-    handles = [axes[0].plot([], [], color=c, lw=2)[0] for _, c in SAMPLERS.values()]
+    handles = [axes[0].plot([], [], color=c, lw=2)[0] for _, c in shown.values()]
     handles += [axes[0].plot([], [], "-", color="#999999")[0], axes[0].plot([], [], "--", color="#999999")[0]]
     handles += [axes[0].plot([], [], ":", color=TRUTH_COLOR)[0]]
     handles += [axes[0].fill_between([], [], color=AR_COLOR, alpha=0.15, lw=0)]
-    names = [label for label, _ in SAMPLERS.values()]
+    names = [label for label, _ in shown.values()]
     names += ["exact denoiser (a perfect model)", "trained diffusion model", "the language itself",
               "the AR model's quality, with its tolerance (validity: above the red line)"]  # fmt: skip
     fig.legend(handles, names, loc="outside lower center", ncols=4, fontsize=9)
