@@ -6,20 +6,12 @@ import pytest
 from matplotlib import pyplot as plt
 from matplotlib.text import Text
 
-from helpers.views.ar_decoder import draw_pass_counts, draw_time_per_token, draw_typed_step, print_pass_table
+from helpers.views.ar_decoder import draw_pass_counts, draw_time_per_token, draw_typed_step
 
 LENGTHS = [1, 2, 4, 8]
 PASSES = [1, 2, 4, 8]
 NAIVE = [1, 3, 10]  # counted for the first three lengths only
 NAIVE_PASSES = [1, 2, 4]
-
-
-def test_the_pass_table_has_a_row_per_length_and_a_blank_where_naive_was_not_counted(capsys):
-    print_pass_table(LENGTHS, PASSES, PASSES, NAIVE)
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["N", "passes", "positions", "(cached)", "positions", "(naive)"]
-    assert [line.split() for line in lines[1:]] == [["1", "1", "1", "1"], ["2", "2", "2", "3"],
-                                                   ["4", "4", "4", "10"], ["8", "8", "8"]]  # fmt: skip
 
 
 def test_the_pass_figure_draws_both_loops_and_names_where_naive_stopped():
@@ -29,6 +21,26 @@ def test_the_pass_figure_draws_both_loops_and_names_where_naive_stopped():
     assert [list(line.get_ydata()) for line in left.lines] == [PASSES, NAIVE_PASSES]
     assert "counted to N = 4" in left.get_legend().get_texts()[1].get_text()
     assert [list(line.get_ydata()) for line in right.lines] == [PASSES, NAIVE]
+    plt.close(fig)
+
+
+def test_the_pass_figure_names_no_stop_when_naive_was_counted_at_every_length():
+    fig = draw_pass_counts(LENGTHS, PASSES, PASSES, [1, 3, 10, 36], [1, 2, 4, 8])
+    left, right = fig.axes
+    assert [t.get_text() for t in left.get_legend().get_texts()] == ["KV cache", "naive loop"]
+    assert [t.get_text().split()[-2:] for t in right.get_legend().get_texts()] == [["(slope", "1)"], ["(slope", "2)"]]
+    plt.close(fig)
+
+
+def test_the_pass_figure_writes_plain_numbers_on_its_log_axes():
+    lengths = [2**i for i in range(8)]
+    fig = draw_pass_counts(lengths, lengths, lengths, [n * (n + 1) // 2 for n in lengths], lengths)
+    fig.canvas.draw()
+    left, right = fig.axes
+    labels = {axis: [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+              for axis in (left.xaxis, left.yaxis, right.xaxis, right.yaxis)}  # fmt: skip
+    assert all(labels.values()) and not any("^" in text for texts in labels.values() for text in texts)
+    assert {"1", "10", "100"} <= set(labels[left.xaxis]) and {"1", "10", "100", "1000"} <= set(labels[right.yaxis])
     plt.close(fig)
 
 
@@ -74,9 +86,7 @@ def test_the_time_figure_draws_the_naive_loop_where_it_was_timed():
         ((LENGTHS, [1.0, 2, 4, 8], PASSES, NAIVE), "every entry of passes must be an int"),
     ],
 )
-def test_the_pass_views_name_what_is_allowed(args, message):
-    with pytest.raises(ValueError, match=message):
-        print_pass_table(*args)
+def test_the_pass_view_names_what_is_allowed(args, message):
     with pytest.raises(ValueError, match=message):
         draw_pass_counts(*args, NAIVE_PASSES)
 

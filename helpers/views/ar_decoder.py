@@ -1,5 +1,5 @@
-"""Notebook 02's tables and figures: the pass counts of section 4, the time per token of its
-Going deeper section and the typewriter step drawn readably. Presentation only: the notebook counts
+"""Notebook 02's figures: the pass counts of section 4, the time per token of its Going deeper
+section and the typewriter step drawn readably. Presentation only: the notebook counts
 and times, these functions show what it passes in."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import textwrap
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FormatStrFormatter, LogLocator
 
 from helpers.plotting import ACCENT_COLOR, AR_COLOR, new_figure
 from helpers.validation import check_int
@@ -55,16 +56,6 @@ def _pass_counts(lengths, passes, positions_cached, positions_naive):
     return lengths, passes, positions_cached, positions_naive
 
 
-def print_pass_table(lengths, passes, positions_cached, positions_naive) -> None:
-    """One row per N: the passes counted and the positions each loop pushed through the network.
-    positions_naive covers the first lengths only; the rest of its column stays blank."""
-    lengths, passes, cached, naive = _pass_counts(lengths, passes, positions_cached, positions_naive)
-    print(f"{'N':>5} {'passes':>7} {'positions (cached)':>19} {'positions (naive)':>18}")
-    for i, n in enumerate(lengths):
-        counted = f"{naive[i]:>18,d}" if i < len(naive) else ""
-        print(f"{n:>5} {passes[i]:>7} {cached[i]:>19,d} {counted}".rstrip())
-
-
 def draw_pass_counts(lengths, passes, positions_cached, positions_naive, passes_naive) -> Figure:
     """Left: sequential passes against N, for both loops. Right: positions processed, cached loop
     against naive loop. passes_naive covers the same first lengths as positions_naive."""
@@ -75,16 +66,22 @@ def draw_pass_counts(lengths, passes, positions_cached, positions_naive, passes_
             f"passes_naive needs one entry per naive count ({len(naive)}, as positions_naive), got {len(passes_naive)}"
         )
     fig, (left, right) = new_figure(ncols=2, figsize=(9, 3.6))
-    counted_to = lengths[len(naive) - 1]
+    naive_label = "naive loop"
+    if len(naive) < len(lengths):  # counted for the first lengths only: say where it stopped
+        naive_label += f" (counted to N = {lengths[len(naive) - 1]})"
     naive_style = dict(color=ACCENT_COLOR, ls="--", marker="s", ms=9, mfc="none", mew=1.5)  # hollow, larger: visible
     left.plot(lengths, passes, "o-", color=AR_COLOR, label="KV cache")
-    left.plot(lengths[: len(naive)], passes_naive, **naive_style, label=f"naive loop (counted to N = {counted_to})")
+    left.plot(lengths[: len(naive)], passes_naive, **naive_style, label=naive_label)
     left.set(xscale="log", yscale="log", xlabel="tokens generated N", ylabel="sequential forward passes")
     left.set_title("N tokens cost N passes, with or without the cache")
-    right.plot(lengths, cached, "o-", color=AR_COLOR, label="KV cache: the new token only")
-    right.plot(lengths[: len(naive)], naive, **naive_style, label="naive loop: the whole prefix")
+    right.plot(lengths, cached, "o-", color=AR_COLOR, label="KV cache: the new token only (slope 1)")
+    right.plot(lengths[: len(naive)], naive, **naive_style, label="naive loop: the whole prefix (slope 2)")
     right.set(xscale="log", yscale="log", xlabel="tokens generated N", ylabel="positions processed, all passes")
     right.set_title("Work inside those passes")
+    for axis in (left.xaxis, left.yaxis, right.xaxis):
+        readable_log_ticks(axis)  # 1, 2, 5, 10 ... rather than powers of ten
+    right.yaxis.set_major_locator(LogLocator(base=10))  # 1, 10, 100 ...: the positions span four decades
+    right.yaxis.set_major_formatter(FormatStrFormatter("%g"))
     left.legend(loc="lower right")  # upper left would cover the last points
     right.legend(loc="lower right")
     return fig
