@@ -150,6 +150,10 @@ def test_the_views_show_the_split_and_the_limit(sweeps):
     short = sources.limit_summary(exact, trained, trained.ar, target)
     assert "threshold in entropy order: 1.09 (settings 1.08 and 1.16)" in short
     assert "trained model, never with any of the 7 samplers" in short and "alone: 1.32" in short
+    headline = sources.limit_headline(exact, trained, trained.ar, target).splitlines()  # section 5.3 in the core
+    assert headline[1].endswith("1.09 (threshold in entropy order)")
+    assert "never" in headline[2]
+    assert "validity alone: 1.32 (threshold; bootstrap 95 % range 1.30 to 1.34)" in headline[3]
     best = max(tokens_per_pass_at(curve(exact, name), trained.ar, target).tokens_per_pass or 0 for name in exact.runs)
     assert 1.0 < best < 1.2  # the language's own limit at the AR model's quality
     assert "0.00 ±  0.00" in sources.commit_bits_table(exact.meta["commit_bits"])
@@ -162,5 +166,10 @@ def test_the_views_show_the_split_and_the_limit(sweeps):
     curves = [line for line in core.axes[0].lines if line.get_marker() == "o"]  # measured settings, not guides
     assert len(curves) == 2 * len(sources.CORE_SAMPLERS)  # each order on both models
     plt.close(core)
+    two = sources.draw_three_sources(exact, trained, trained.ar, target, measures=("validity", "length"))
+    assert len(two.axes) == 2
+    plt.close(two)
+    with pytest.raises(ValueError, match="must include 'validity' and 'length'"):
+        sources.draw_three_sources(exact, trained, trained.ar, target, measures=("length", "validity"))
     with pytest.raises(ValueError, match="must include 'random' and 'confidence'"):
         sources.draw_three_sources(exact, trained, trained.ar, target, samplers=("confidence", "entropy"))

@@ -77,6 +77,9 @@ def test_the_editor_tables_compare_at_equal_k_and_at_equal_passes(sweep):
 
     summary = editor.editor_summary(sweep, load_exact_sweep()).splitlines()
     assert summary[-3].startswith("passes run of the K steps") and summary[-1].split()[-2:] == ["15.7", "30.4"]
+    headline = editor.editor_headline(sweep).splitlines()  # section 6: the same K = 16 numbers, trained model only
+    assert headline[1].split()[-2:] == ["20.7", "14.0"] and headline[2].split()[-2:] == ["35.8", "15.7"]
+    assert headline[4].split()[-2:] == ["55.4", "16.0"] and len(headline) == 5
     with pytest.raises(ValueError, match="base and editors must be strategies"):
         editor.editor_table(sweep, "greedy", editors)
     with pytest.raises(ValueError, match="base and editors must be strategies"):

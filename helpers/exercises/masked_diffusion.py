@@ -60,6 +60,10 @@ PASS_HINT = (
     "and write it at the k most probable masked positions; return the new canvas (B, T). (If torch rejects "
     "your arguments, give them by keyword, as dim=...)"
 )
+BEYOND_HINT = (
+    "k may be larger than a row is long (here {k} of {length} positions): then every masked position is "
+    "committed, so never ask for more items than a row holds"
+)
 MASK_ID, VOCAB, LENGTH = 7, 9, 12  # a mask id that is not 0 or the last id, as in real vocabularies
 
 
@@ -89,7 +93,8 @@ def _pass_cases() -> list[tuple[str, torch.Tensor, torch.Tensor, int]]:
 
 def _pass_report(fn) -> str:
     for case, probs, canvas, k in _pass_cases():
-        got = call(fn, probs.clone(), canvas.clone(), k, MASK_ID, case=case, hint=PASS_HINT)
+        hint = PASS_HINT if k <= LENGTH else BEYOND_HINT.format(k=k, length=LENGTH)  # a crash there: k > T
+        got = call(fn, probs.clone(), canvas.clone(), k, MASK_ID, case=case, hint=hint)
         expected = commit_most_confident(probs, canvas, k, MASK_ID)
         if not isinstance(got, torch.Tensor) or got.shape != canvas.shape:
             raise Failed(

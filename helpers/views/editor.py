@@ -136,6 +136,42 @@ def draw_repair(trace: list[dict], docs, show) -> None:
     print(f"final: {show(docs[row])}")
 
 
+def repair_story(trace: list[dict], docs, show) -> str:
+    """The repair of find_repair in words: the repaired position's token pass by pass (each change,
+    'masked' where a pass re-masked it), the same for its city neighbour, and the final document."""
+    row, pos, _, _ = find_repair(trace, docs)
+    words = [LANG.vocab[t] for t in docs[row].tolist()]
+    other = pos - 1 if (words[pos - 1], words[pos]) in set(LANG.grammar.cities) else pos + 1
+
+    def story(p: int) -> str:
+        seen, changes = LANG.mask_id, []
+        for j, step in enumerate(trace):
+            token = int(step["canvas"][row, p])
+            if token != seen:
+                changes.append(f"{'masked' if token == LANG.mask_id else LANG.vocab[token]} ({j + 1})")
+                seen = token
+        return ", ".join(changes)
+
+    return "\n".join([f"position {pos}, token (pass): {story(pos)}",
+                      f"position {other}, beside it: {story(other)}",
+                      f"final: {show(docs[row])}"])  # fmt: skip
+
+
+def editor_headline(trained: Sweep, k: int = 16, eta: str = "ReMDM-cap 0.4") -> str:
+    """Section 6's table: on the trained model at K = k, the valid % and the passes run (a mean per
+    document) of MDLM and confidence order, each without and with one ReMDM schedule. MDLM skips a
+    step that would change nothing; a step that re-masks a token changes the canvas and is run.
+    editor_summary adds the exact denoiser and a second K."""
+    trained = check_sweep(trained)
+    lines = [f"trained model, K = {k}, 1024 documents a setting   valid %   passes run"]
+    for base in ("ancestral (MDLM)", "confidence"):
+        for name in (base, ("MDLM" if base.startswith("ancestral") else base) + f" + {eta}"):
+            r = next(r for r in trained.runs[name] if r.setting == k)
+            label = short(base) + ("" if name == base else f" + {eta}")
+            lines.append(f"  {label:44s} {100 * r.validity:6.1f} {r.passes.mean():12.1f}")
+    return "\n".join(lines)
+
+
 def editor_summary(trained: Sweep, exact: Sweep, ks=(16, 32), eta: str = "ReMDM-cap 0.4") -> str:
     """Valid % of MDLM and confidence order, without and with one ReMDM schedule, at K = ks, for the
     trained model and the exact denoiser; the editor's rows give their difference from the base.

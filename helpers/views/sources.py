@@ -40,6 +40,9 @@ SUMMARY_ROWS = (  # (label, sampler, source, measure): the numbers section 5.2's
 )
 
 
+CORE_SUMMARY_ROWS = tuple(row for row in SUMMARY_ROWS if row[3] != "diversity")  # the core's figure: two measures
+
+
 def short(name: str) -> str:
     return SHORT.get(name, name)
 
@@ -72,19 +75,29 @@ def _at(sweep: Sweep, name: str, rate: float, measure: str) -> float:
 
 
 def draw_three_sources(
-    exact: Sweep, trained: Sweep, reference: Run, target: Target, samplers: tuple[str, ...] = tuple(SAMPLERS)
+    exact: Sweep,
+    trained: Sweep,
+    reference: Run,
+    target: Target,
+    samplers: tuple[str, ...] = tuple(SAMPLERS),
+    measures: tuple[str, ...] = MEASURES,
 ) -> Figure:
     """Validity, sentences per document and within-sentence gap against tokens per pass: each order
     of `samplers` (colour; random and confidence order at least) with the exact denoiser (solid) and
     the trained model (dashed), the language (dotted) and the AR model's quality (shaded). Vertical
     distances are the three sources of error; arrows at one and two tokens per pass name one of each.
-    Length and gap are drawn where a setting has at least 50 valid documents."""
+    Length and gap are drawn where a setting has at least 50 valid documents. `measures`: validity
+    and length at least, in MEASURES' order (the core of notebook 03 leaves diversity to its tables)."""
     unknown = [s for s in samplers if s not in SAMPLERS]
     if unknown or not {"random", "confidence"} <= set(samplers):
         raise ValueError(f"samplers must include 'random' and 'confidence', from {list(SAMPLERS)}; got {samplers}")
+    if tuple(m for m in MEASURES if m in measures) != tuple(measures) or not {"validity", "length"} <= set(measures):
+        raise ValueError(f"measures must include 'validity' and 'length', in the order {MEASURES}; got {measures}")
     shown = {name: SAMPLERS[name] for name in samplers}
-    fig, axes = new_figure(ncols=3, figsize=(12, 4.4))
-    for ax, measure, title in zip(axes, MEASURES, ("validity", "length", "diversity"), strict=True):
+    titles = {"validity": "validity", "length": "length", "diversity": "diversity"}
+    fig, axes = new_figure(ncols=len(measures), figsize=(4 * len(measures), 4.4))
+    for ax, measure in zip(axes, measures, strict=True):
+        title = titles[measure]
         _band(ax, measure, reference, target)
         ax.axhline(SCALE[measure] * truth(measure), color=TRUTH_COLOR, ls=":", lw=1.5)
         for name, (_, color) in shown.items():
@@ -100,7 +113,8 @@ def draw_three_sources(
         ax.set_xticks([], minor=True)
     axes[0].set(ylim=(-3, 103))
     axes[1].set(ylim=(2.9, 4.3))
-    axes[2].set(ylim=(-2.4, 0.9))
+    if "diversity" in measures:
+        axes[2].set(ylim=(-2.4, 0.9))
     _bracket(axes[0], 1.0, 100.0, _at(trained, "random", 1.0, "validity"), "model", left=True)
     _bracket(axes[0], 2.0, 100.0, _at(exact, "random", 2.0, "validity"), "factorization", at=0.15)  # above the curves
     _bracket(axes[1], 1.0, _at(exact, "random", 1.0, "length"), _at(exact, "confidence", 1.0, "length"),
@@ -112,8 +126,10 @@ def draw_three_sources(
     names = [label for label, _ in shown.values()]
     names += ["exact denoiser (a perfect model)", "trained diffusion model", "the language itself",
               "the AR model's quality, with its tolerance (validity: above the red line)"]  # fmt: skip
-    fig.legend(handles, names, loc="outside lower center", ncols=4, fontsize=9)
-    fig.suptitle("Solid: the exact denoiser, a perfect model; dashed: the trained model. Length and gap are drawn"
+    fig.legend(handles, names, loc="outside lower center", ncols=4 if len(measures) > 2 else 3, fontsize=9)
+    later = "Length and gap are" if "diversity" in measures else "Length is"
+    gap = " " if "diversity" in measures else "\n"  # two panels: the title in two lines
+    fig.suptitle(f"Solid: the exact denoiser, a perfect model; dashed: the trained model.{gap}{later} drawn"
                  " where a setting has 50 or more valid documents", x=0.01, ha="left", fontsize=9)  # fmt: skip
     return fig
 
@@ -216,6 +232,31 @@ def limit_summary(exact: Sweep, trained: Sweep, reference: Run, target: Target, 
         f"  trained model, threshold, on validity alone: {alone.tokens_per_pass:.2f}"
         f" (settings {alone.bracket[0]:.2f} and {alone.bracket[1]:.2f}; bootstrap 95 % range {low:.2f} to {high:.2f})"
     )
+    return "\n".join(lines)
+
+
+def limit_headline(exact: Sweep, trained: Sweep, reference: Run, target: Target, rows=LIMIT_ROWS) -> str:
+    """Section 5.3's three numbers: the most tokens per pass at the AR model's quality on all three
+    measures over every sampler, with the exact denoiser and with the trained model (and which sampler
+    reaches it, or "never"), and the trained model's best on validity alone.
+    limit_summary gives each sampler's rate."""
+    head = "the most tokens per pass at the AR model's quality (validity, length, diversity)"
+    lines = [f"{head}, best of {len(rows)} samplers:"]
+    for label, sweep in (("exact denoiser", exact), ("trained model", trained)):
+        at = {name: tokens_per_pass_at(curve(sweep, name), reference, target) for name in rows}
+        matched = {n: a for n, a in at.items() if a.tokens_per_pass is not None}
+        if matched:
+            best = max(matched, key=lambda n: matched[n].tokens_per_pass)
+            text = f"{matched[best].tokens_per_pass:.2f} ({ORDER_NAMES.get(best, short(best))})"
+        else:
+            text = "never: no setting of any sampler matches"
+        lines.append(f"  {label + ':':16s} {text}")
+    validity = {n: tokens_per_pass_at(trained.runs[n], reference, target, ("validity",)) for n in rows}  # as 05
+    validity = {n: a for n, a in validity.items() if a.tokens_per_pass is not None}
+    best = max(validity, key=lambda n: validity[n].tokens_per_pass)
+    low, high = validity[best].plausible
+    lines.append(f"  {'trained model,':16s} validity alone: {validity[best].tokens_per_pass:.2f} ({short(best)};"
+                 f" bootstrap 95 % range {low:.2f} to {high:.2f})")  # fmt: skip
     return "\n".join(lines)
 
 
