@@ -68,6 +68,28 @@ def test_the_prediction_table_sets_three_bandwidths_beside_the_measurement():
     table = views.prediction_table(step, ROOFS)
     assert "+5.0 %" in table and "-10.0 %" in table and table.count("\n") == 8 and "20.0 ms" in table
     assert "vs measured" in table  # the sign of the last column is named: predicted / measured - 1
-    summary = views.step_summary(step).splitlines()
-    assert len(summary) == 2 and "(18.0 GB/s): 21.0 ms against 20.0 ms measured, +5.0 %" in summary[0]
-    assert summary[1] == "MBU: 50 % of the STREAM bandwidth"
+    assert "MBU:      50 % of the STREAM bandwidth" in table and "the faster of copy and triad" in table
+    summary = views.step_summary(step)  # the core's one line: MBU stays in the table, under Going deeper
+    assert "\n" not in summary and "(18.0 GB/s): 21.0 ms against 20.0 ms measured, +5.0 %" in summary
+    assert "MBU" not in summary
+
+
+def test_the_roofline_panel_names_a_few_batches_on_leader_lines_and_may_add_a_gpu():
+    rows = [(b, 1e-3 * (1 + b / 16), b / 2, 2 * b * 4096**2 / (1e-3 * (1 + b / 16))) for b in (1, 2, 4, 16, 4096)]
+    fig, ax = plt.subplots()
+    views.draw_roofline_panel(ax, rows, ROOFS)
+    named = {t.get_text(): t for t in ax.texts if t.get_text().startswith("B = ")}
+    assert set(named) == {"B = 1", "B = 16", "B = 4096"}  # B = 2 and 4 stay unnamed: their labels would crowd
+    for label in named.values():  # centred under its own point, joined to it by a line: never read as a neighbour's
+        assert label.get_horizontalalignment() == "center" and label.arrow_patch is not None
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not any("H100" in entry for entry in legend)
+    h100 = get_hardware("NVIDIA H100 SXM")
+    cost = decode_step_cost("Llama-3-8B", context=512, bytes_per_param=2)
+    fig, ax = plt.subplots()
+    views.draw_roofline_panel(ax, rows, ROOFS, gpu=h100, gpu_points=views.roof_points({"decode": cost}, 1e15, 3e12))
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("H100 SXM, bf16" in entry for entry in legend) and any(t.get_text() == "decode" for t in ax.texts)
+    with pytest.raises(ValueError, match="rows must hold at least one"):
+        views.draw_roofline_panel(ax, [], ROOFS)
+    plt.close("all")

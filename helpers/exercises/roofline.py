@@ -93,6 +93,8 @@ def _width_report(fn, peak_flops=None, bandwidth=None) -> str:
             hint = "upside down: a machine with more FLOP/s per byte/s stays memory-bound over more positions"
         elif _close(got, peak / (2 * bandwidth_case * bytes_per_weight)):
             hint = "bytes_per_weight is on the wrong side: more bytes to read per weight leave time for more positions"
+        elif got == math.floor(got) and abs(got - expected) < 1:
+            hint = "do not round: return the float your formula gives (the check compares it exactly)"
         else:
             hint = WIDTH_HINT
         raise Failed(f"{got:.4g} positions for {case}; the roofline says {expected:.4g}", hint)

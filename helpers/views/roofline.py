@@ -1,6 +1,7 @@
-"""Notebook 04's figures and tables: the batch sweep on this machine's roofline and a GPU's, the
-decode step against its prediction, and the width sweep with a GPU's projection. The measurements
-come from helpers.bench and helpers.timing; these functions only lay them out."""
+"""Notebook 04's figures and tables: the batch sweep on this machine's roofline (and, under Going
+deeper, beside a GPU's), the decode step against its prediction, and the width sweep with a GPU's
+projection. The measurements come from helpers.bench and helpers.timing; these functions only lay
+them out."""
 
 from __future__ import annotations
 
@@ -32,25 +33,19 @@ def draw_batch_sweep(
     gpu: Hardware | None = None,
     gpu_points: dict[str, tuple[float, float]] | None = None,
 ) -> Figure:
-    """Section 4: time per call of y = W x against the batch B (measured and the roofline's
-    max(bytes / bandwidth, FLOPs / peak)), and the same points on this machine's roofline. rows: (B,
-    seconds, FLOP per byte, FLOP/s) per batch. gpu: a row of data/hardware.csv whose bf16 roofline
-    (datasheet) is drawn beside this machine's, with gpu_points {label: (FLOP per byte, FLOP/s)} on it."""
-    if not rows:
-        raise ValueError("rows must hold at least one (B, seconds, intensity, FLOP/s) measurement")
-    if gpu is not None and not isinstance(gpu, Hardware):
-        raise ValueError(f"gpu must be None or a Hardware row (helpers.hardware.get_hardware), got {gpu!r}")
-    if not isinstance(gpu_points, dict | None):
-        raise ValueError(f"gpu_points must map labels to (intensity, FLOP/s) pairs, got {type(gpu_points).__name__}")
-    gpu_points = gpu_points or {}
-    b, secs, intens, rates = (np.array(c) for c in zip(*rows, strict=True))
+    """Section 3: time per call of y = W x against the batch B (measured and the roofline's
+    max(bytes / bandwidth, FLOPs / peak) with the measured roofs), and the same points on this
+    machine's roofline (draw_roofline_panel; gpu and gpu_points as there). rows: (B, seconds, FLOP
+    per byte, FLOP/s) per batch."""
+    _check_sweep(rows, gpu, gpu_points)
+    b, secs, _, _ = (np.array(c) for c in zip(*rows, strict=True))
     roof_s = [
         max(linear_bytes(n_rows, n_cols, B) / roofs.bandwidth, linear_flops(n_rows, n_cols, B) / roofs.peak_flops)
         for B in b
     ]
     fig, (left, right) = new_figure(ncols=2, figsize=(10, 4.2))
     left.plot(b, secs * 1e3, "o-", color=DLLM_COLOR, label="measured")
-    left.plot(b, np.array(roof_s) * 1e3, "--", color=TRUTH_COLOR, label="roofline: max(bytes / BW, FLOPs / peak)")
+    left.plot(b, np.array(roof_s) * 1e3, "--", color=TRUTH_COLOR, label="roofline (measured roofs)")
     left.set(xscale="log", yscale="log", xlabel="batch B (vectors per call)", ylabel="ms per call")
     readable_log_ticks(left.yaxis)
     ticks = [v for v in (1, 4, 16, 64, 256, 1024, 4096) if v in b]
@@ -58,9 +53,39 @@ def draw_batch_sweep(
     left.set_xticks([], minor=True)
     left.set_title("time per call: measured vs the roofline", loc="left")
     left.legend(loc="upper left", fontsize=8)
+    draw_roofline_panel(right, rows, roofs, gpu, gpu_points)
+    return fig
+
+
+def _check_sweep(rows, gpu, gpu_points) -> None:
+    if not rows:
+        raise ValueError("rows must hold at least one (B, seconds, intensity, FLOP/s) measurement")
+    if gpu is not None and not isinstance(gpu, Hardware):
+        raise ValueError(f"gpu must be None or a Hardware row (helpers.hardware.get_hardware), got {gpu!r}")
+    if not isinstance(gpu_points, dict | None):
+        raise ValueError(f"gpu_points must map labels to (intensity, FLOP/s) pairs, got {type(gpu_points).__name__}")
+
+
+LABELLED_BATCHES = (1, 16, 4096)  # the batches named on the roofline, each by a label on a leader line
+
+
+def draw_roofline_panel(
+    ax,
+    rows: list[tuple[int, float, float, float]],
+    roofs,
+    gpu: Hardware | None = None,
+    gpu_points: dict[str, tuple[float, float]] | None = None,
+) -> None:
+    """The batch sweep's points (rows as draw_batch_sweep's) on this machine's measured roofline, a
+    few of them named B = ... by a label centred below its point on a leader line, clear of its
+    neighbours. gpu: a row of data/hardware.csv whose bf16 roofline (datasheet) is drawn beside this
+    machine's, with gpu_points {label: (FLOP per byte, FLOP/s)} on it."""
+    _check_sweep(rows, gpu, gpu_points)
+    gpu_points = gpu_points or {}
+    b, _, intens, rates = (np.array(c) for c in zip(*rows, strict=True))
     span = (0.02, 1e5) if gpu is not None else None  # room for the labels left and right of the GPU's points
     plot_roofline(
-        right,
+        ax,
         roofs.peak_flops,
         roofs.bandwidth,
         points=list(zip(intens, rates, strict=True)),
@@ -70,12 +95,15 @@ def draw_batch_sweep(
         equal_decades=False,
     )
     for i, r, bb in zip(intens, rates, b, strict=True):
-        if bb in (1, 16, 4096):
-            right.annotate(f"B = {bb}", (i, r), xytext=(4, -12), textcoords="offset points", fontsize=8)
-    right.plot([], [], "o", color=DLLM_COLOR, label="measured, one per batch B")
+        if bb in LABELLED_BATCHES:
+            ax.annotate(
+                f"B = {bb}", (i, r), xytext=(0, -24), textcoords="offset points", fontsize=8, ha="center",
+                va="top", arrowprops=dict(arrowstyle="-", lw=0.6, color=TRUTH_COLOR, shrinkA=0, shrinkB=4),
+            )  # fmt: skip
+    ax.plot([], [], "o", color=DLLM_COLOR, label="measured, one per batch B")
     if gpu is not None:
         plot_roofline(
-            right,
+            ax,
             gpu.peak_flops("bf16"),
             gpu.bandwidth,
             points=list(gpu_points.values()),
@@ -90,13 +118,13 @@ def draw_batch_sweep(
         for (label, point), (offset, align) in zip(
             gpu_points.items(), (((-8, 6), "right"), ((0, -10), "center")), strict=False
         ):
-            right.annotate(
+            ax.annotate(
                 label.replace(", ", ",\n", 1), point, xytext=offset, textcoords="offset points", fontsize=8,
                 ha=align, va="bottom" if offset[1] > 0 else "top", linespacing=1.0,
             )  # fmt: skip
-    right.set_title("the same points on the roofline" + (", and a GPU's" if gpu else ""), loc="left", pad=14)
-    right.legend(loc="lower right", fontsize=8, frameon=True, framealpha=1, edgecolor="none")  # below the roofs
-    return fig
+    ax.set_title("the same points on the roofline" + (", and a GPU's" if gpu else ""), loc="left", pad=14)
+    # below the roofs; beside a GPU's, in the empty band between the two roofs, clear of the B labels
+    ax.legend(loc="center right" if gpu else "lower right", fontsize=8, frameon=True, framealpha=1, edgecolor="none")
 
 
 def prediction_table(step, roofs) -> str:
@@ -105,9 +133,9 @@ def prediction_table(step, roofs) -> str:
     roofline predicts a faster step than measured), with MBU against STREAM."""
     rows = [
         ("the model's own 49 GEMVs (this step's)", step.gemv.si, step.predicted_s),
-        ("one large GEMV (section 3, independent)", roofs.bandwidth, step.predicted_generic_s),
+        ("one large GEMV (section 1's memory roof)", roofs.bandwidth, step.predicted_generic_s),
         (
-            "STREAM (section 3, independent)",
+            "STREAM, the faster of copy and triad",
             roofs.stream_bandwidth,
             predicted_time(step.cost, roofs.stream_bandwidth, roofs.peak_flops),
         ),
@@ -125,21 +153,18 @@ def prediction_table(step, roofs) -> str:
 
 
 def step_summary(step) -> str:
-    """Section 5 in two lines, after the step's measured time has been printed: the roofline's
-    prediction from the bandwidth of the model's own GEMVs (as predicted / measured - 1), and MBU
-    against STREAM."""
+    """Section 4 in one line, after the step's measured time has been printed: the roofline's
+    prediction from the bandwidth of the model's own GEMVs, as predicted / measured - 1 (MBU, against
+    STREAM, is in prediction_table)."""
     error = step.predicted_s / step.measured.si - 1
-    return "\n".join(
-        [
-            f"predicted from the model's own GEMVs ({step.bandwidth / 1e9:.1f} GB/s): {step.predicted_s * 1e3:.1f} ms "
-            f"against {step.measured.si * 1e3:.1f} ms measured, {100 * error:+.1f} % (predicted / measured - 1)",
-            f"MBU: {100 * step.mbu:.0f} % of the STREAM bandwidth",
-        ]
+    return (
+        f"predicted from the model's own GEMVs ({step.bandwidth / 1e9:.1f} GB/s): {step.predicted_s * 1e3:.1f} ms "
+        f"against {step.measured.si * 1e3:.1f} ms measured, {100 * error:+.1f} % (predicted / measured - 1)"
     )
 
 
 def draw_width_sweep(ax, passes, crossover: float, gpu: dict | None = None) -> None:
-    """Section 6: the cost of a pass over W positions in AR decode steps on this machine, measured
+    """Section 5: the cost of a pass over W positions in AR decode steps on this machine, measured
     and predicted by the roofline, with its crossover W*; and, given `gpu` = {"label": str,
     "widths": [int], "ratios": [float], "crossover": float}, a GPU's projected cost and its W*."""
     if gpu is not None:
