@@ -70,6 +70,15 @@ def test_the_fit_text_and_figure_separate_fitted_rows_from_checks(rows):
     assert "these rows reach 76-115 % of their typical projection" in text  # in-sample: only their spread
     assert "2 gpt-fast int8 85 %" in text and "13 Fast-dLLM, dual cache 80 %" in text and "14 d3LLM-LLaDA 30 %" in text
     assert "10 LLaDA sampler" not in text.split("not fitted")[1]  # a fitted row is never listed as a check
+    summary = views.fit_summary(rows, fit)  # the core's version: no row numbers, four lines
+    assert summary.count("\n") == 3 and "rows 1" not in summary and "row" not in summary.split("fitted rows")[1]
+    assert "typical bandwidth: 60 % of the datasheet, fitted on 6 tuned bf16 AR decoders" in summary
+    assert "typical FLOP/s:    45 % of the datasheet, fitted on 2 uncached LLaDA-8B decoders" in summary
+    assert "the 8 fitted rows reach 76-115 % of their typical projection" in summary
+    last = summary.splitlines()[-1]
+    assert last.startswith("cached LLaDA-8B decoders, outside the fit: Fast-dLLM 74-80 %, d3LLM 30 %")
+    with pytest.raises(ValueError, match="cached diffusion rows outside the fit"):
+        views.fit_summary([r for r in rows if not r.published.cache], fit)
     fig = views.draw_calibration(rows, fit)
     ax = fig.axes[0]
     dots = [line for line in ax.lines if line.get_marker() == "o" and len(line.get_xdata()) == 1]
@@ -94,6 +103,20 @@ def test_the_claim_figure_and_summary_agree_with_the_latency_model():
     fig = pass_ratio.draw_claim(points)
     assert len(fig.axes[0].get_xticklabels()) == len(points)
     plt.close("all")
+    # the core's figure: one K, each square drawn over its bound, the x axis said to be no ranking by speed
+    one, _ = pass_ratio.claim_points(1000, steps=(32,))
+    assert "K = 256" not in pass_ratio.claim_summary(one, left_out)
+    ax = pass_ratio.draw_claim(one).axes[0]
+    bars, squares = (next(x for x in ax.lines if x.get_marker() == m) for m in ("_", "s"))
+    assert bars.get_markersize() > 2 * squares.get_markersize() and bars.get_zorder() < squares.get_zorder()
+    assert list(bars.get_xdata()) == list(squares.get_xdata())  # each bar centred on its square
+    assert "not of speed" in ax.get_xlabel() and min(t.get_fontsize() for t in ax.get_xticklabels()) >= 8
+    plt.close("all")
+    ridge = pass_ratio.ridge_text(1000, 32, H100)
+    assert "1034 FLOP/B" in ridge and "ridge point 295 FLOP/B" in ridge and "effective ridge 221 FLOP/B" in ridge
+    assert ridge.endswith("min(1000, 221) / 32 = 6.9")
+    with pytest.raises(ValueError, match="steps must be an int"):
+        pass_ratio.ridge_text(1000, 0, H100)
     with pytest.raises(ValueError, match="pair must be one of"):
         pass_ratio.claim_points(pair="70B")
     with pytest.raises(ValueError, match="points must be the non-empty list"):
@@ -108,7 +131,7 @@ def test_the_device_tables_agree_with_the_latency_model():
     assert "the device has 16 GB" in claim and "1.7x (NVIDIA RTX 3090, 1B) to 12.7x" in claim
     cache = pass_ratio.cache_table(1024, steps=(64, 256), devices=[H100])
     assert cache.count("\n") == 3 and "2.67" in cache
-    rtx = next(line for line in views.hardware_text().splitlines() if line.startswith("NVIDIA RTX 3090"))
+    rtx = next(line for line in pass_ratio.hardware_text().splitlines() if line.startswith("NVIDIA RTX 3090"))
     assert rtx.split()[3:] == ["936", "71", "76", "57", "24"]  # GB/s, TFLOP/s, ridge, effective ridge, GB
     with pytest.raises(ValueError, match="steps must be two pass counts K"):
         pass_ratio.claim_table(1000, steps=(32,))
@@ -128,7 +151,7 @@ def test_the_toy_rates_read_notebook_03s_sweeps():
     assert 1.0 < rates.limit < rates.validity.tokens_per_pass  # validity alone asks less than all three measures
     assert 0.0 <= rates.best_valid_fast <= 1.0
     text = rates.text()
-    assert text.count("\n") == 3 and f"at most {rates.limit:.2f} tokens per pass" in text
+    assert text.count("\n") == 2 and f"at most {rates.limit:.2f} tokens per pass" in text
     with pytest.raises(ValueError, match="must be the Sweeps of load_sweep"):
         gpu_speed.toy_rates(sweep, None)
 
@@ -142,6 +165,10 @@ def test_the_budget_table_and_the_matched_quality_figure():
 
     table = gpu_speed.budget_table(ar_seconds, dllm_seconds, {"K = 32": "K = 32"}, n=1000, n_long=4096)
     assert "6.71x" in table and "8.95x" in table and "6.17x" in table
+    summary = gpu_speed.budget_summary(ar_seconds, dllm_seconds, {"K = 32": "K = 32"}, n=1000)
+    assert summary.splitlines()[-1].split() == ["K", "=", "32", "7.50", "1.12", "6.71x"]  # no ceiling, no N = 4096
+    with pytest.raises(ValueError, match="budgets must be a non-empty dict"):
+        gpu_speed.budget_summary(ar_seconds, dllm_seconds, {})
     fig = gpu_speed.draw_matched_quality(ar_seconds, dllm_seconds, [("a", ["K = 32"]), ("b", [])], lengths=[32, 64])
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == [

@@ -40,12 +40,11 @@ class ToyRates:
     def text(self) -> str:
         return "\n".join(
             [
-                f"all three measures: {self.matched} of the {self.samplers} strategies of notebook 03's sweep (its"
-                " samplers, editors and stress test) match with the trained model;",
-                f"  with the exact conditionals (the exact denoiser) at most {self.limit:.2f} tokens per pass",
+                f"all three measures: at most {self.limit:.2f} tokens per pass, with the exact conditionals (trained "
+                f"model: {self.matched} of notebook 03's {self.samplers} strategies match)",
                 f"validity alone, trained model: {self.validity.range_text} tokens per pass",
-                f"at 4 or more tokens per pass, trained model: at most {100 * self.best_valid_fast:.1f} % of "
-                "documents valid (any strategy)",
+                f"4 or more tokens per pass, trained model: at most {100 * self.best_valid_fast:.1f} % of documents "
+                "valid (any strategy)",
             ]
         )
 
@@ -81,8 +80,9 @@ def budget_label(budget) -> str:
 
 def budget_table(ar_seconds, dllm_seconds, budgets: dict, n: int = 1000, n_long: int = 4096) -> str:
     """AR and dLLM seconds for N tokens under each pass budget, typical, and the AR / dLLM ratio,
-    typical and at the ceiling, and typical at a longer N. ar_seconds(n, **effs), dllm_seconds(n,
-    budget, **effs) as in draw_matched_quality; budgets: {label: budget}."""
+    typical and at the ceiling, and typical at a longer N (budget_summary without the last two).
+    ar_seconds(n, **effs), dllm_seconds(n, budget, **effs) as in draw_matched_quality; budgets:
+    {label: budget}."""
     if not callable(ar_seconds) or not callable(dllm_seconds):
         raise ValueError("ar_seconds and dllm_seconds must be callables returning seconds for N tokens")
     if not isinstance(budgets, dict) or not budgets:
@@ -99,6 +99,26 @@ def budget_table(ar_seconds, dllm_seconds, budgets: dict, n: int = 1000, n_long:
     for label, budget in budgets.items():
         d, d_c, d_long = dllm_seconds(n, budget), dllm_seconds(n, budget, **CEILING), dllm_seconds(n_long, budget)
         lines.append(f"{label:{width}s} {ar:7.2f} {d:9.2f} {ar / d:7.2f}x {ar_c / d_c:7.2f}x {ar_long / d_long:8.2f}x")
+    return "\n".join(lines)
+
+
+def budget_summary(ar_seconds, dllm_seconds, budgets: dict, n: int = 1000) -> str:
+    """budget_table's first columns only: AR and dLLM seconds for N tokens under each pass budget, and
+    AR / dLLM, all typical. ar_seconds(n), dllm_seconds(n, budget) as in draw_matched_quality."""
+    if not callable(ar_seconds) or not callable(dllm_seconds):
+        raise ValueError("ar_seconds and dllm_seconds must be callables returning seconds for N tokens")
+    if not isinstance(budgets, dict) or not budgets:
+        raise ValueError(f"budgets must be a non-empty dict {{label: budget}}, got {budgets!r:.80}")
+    n = check_int(n, "n", 1)
+    width = max(len(str(label)) for label in budgets)
+    lines = [
+        f"projected, typical, N = {n} (AR / dLLM above 1: the dLLM is faster)",
+        f"{'pass budget':{width}s} {'AR (s)':>7s} {'dLLM (s)':>9s} {'AR / dLLM':>10s}",
+    ]
+    ar = ar_seconds(n)
+    for label, budget in budgets.items():
+        d = dllm_seconds(n, budget)
+        lines.append(f"{label:{width}s} {ar:7.2f} {d:9.2f} {ar / d:9.2f}x")
     return "\n".join(lines)
 
 

@@ -1,7 +1,7 @@
-"""Notebook 05's tables and figures, sections 1 and 2: launch overhead, the calibration figure and
-table (what the typical efficiencies are fitted on), the devices' datasheets, and the one published
-head-to-head (section 3's pass-ratio claim is in views.pass_ratio, sections 4 to 6 in
-views.gpu_speed).
+"""Notebook 05's tables and figures for sections 1 and 2 and their "Going deeper": launch overhead,
+the typical efficiencies and what they are fitted on (a short summary for the core, the figure and
+numbered table for Going deeper), and the one published head-to-head (section 3's pass-ratio claim
+and the devices' datasheets are in views.pass_ratio, sections 4 to 6 in views.gpu_speed).
 
 Presentation only: every number is computed by the helpers the notebook names (helpers.costs,
 helpers.latency, helpers.calibration, helpers.bench) from the arguments passed in; these functions
@@ -18,11 +18,10 @@ from helpers.costs import (
     decode_step_cost,
     efficiency_label,
 )
-from helpers.hardware import get_hardware, load_hardware_table
+from helpers.hardware import get_hardware
 from helpers.model import ModelConfig
 from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
 from helpers.validation import check_int, check_positive
-from helpers.views.pass_ratio import devices_named
 
 # ----------------------------------------------------------------------------- checks
 
@@ -181,8 +180,9 @@ def _row_label(i: int, row: CalibrationRow) -> str:
 
 
 def fit_text(rows, fit) -> str:
-    """Where the typical efficiencies come from (the rows they are fitted on, with what those reach
-    of their ceiling) and how the rows outside the fit compare with their typical projection."""
+    """Where the typical efficiencies come from, by the row numbers of calibration_text (the rows they
+    are fitted on, with what those reach of their ceiling) and how the rows outside the fit compare
+    with their typical projection (fit_summary: the same in four lines, without row numbers)."""
     rows, fit = _rows(rows), _fit(fit)
     fitted = set(fit.bandwidth_rows) | set(fit.compute_rows)
 
@@ -207,6 +207,40 @@ def fit_text(rows, fit) -> str:
             f"        these rows reach {spread(sorted(fitted), 'reached_typical')} of their typical projection",
             f"not fitted, published / typical: {listed([i for i in others if i in ar])}",
             f"        {listed([i for i in others if i in dllm])}",
+        ]
+    )
+
+
+def fit_summary(rows, fit) -> str:
+    """fit_text in four lines, without row numbers: each typical efficiency with the kind and number
+    of rows it is fitted on, the spread those rows reach of their typical projection, and what the
+    cached diffusion decoders outside the fit reach of theirs, system by system."""
+    rows, fit = _rows(rows), _fit(fit)
+    fitted = sorted(set(fit.bandwidth_rows) | set(fit.compute_rows))
+    reached = [100 * rows[i - 1].reached_typical for i in fitted]
+    cached = {}  # system -> what its rows reach of their typical projection, in %
+    for i, row in enumerate(rows, 1):
+        p = row.published
+        if row.typical is not None and i not in fitted and p.kind == "dLLM" and p.cache:
+            name = p.system.split(",")[0].removesuffix("-LLaDA")
+            cached.setdefault(name, []).append(100 * row.reached_typical)
+    if not cached:
+        raise ValueError("rows must hold cached diffusion rows outside the fit, to test it")
+
+    def span(values) -> str:
+        low, high = f"{min(values):.0f}", f"{max(values):.0f}"
+        return f"{low} %" if low == high else f"{low}-{high} %"
+
+    return "\n".join(
+        [
+            f"typical bandwidth: {100 * TYPICAL_BANDWIDTH_EFFICIENCY:.0f} % of the datasheet, fitted on "
+            f"{len(fit.bandwidth_rows)} tuned bf16 AR decoders",
+            f"typical FLOP/s:    {100 * TYPICAL_COMPUTE_EFFICIENCY:.0f} % of the datasheet, fitted on "
+            f"{len(fit.compute_rows)} uncached LLaDA-8B decoders",
+            f"the {len(fitted)} fitted rows reach {span(reached)} of their typical projection: their spread",
+            "cached LLaDA-8B decoders, outside the fit: "
+            + ", ".join(f"{name} {span(values)}" for name, values in cached.items())
+            + " of their typical projection",
         ]
     )
 
@@ -307,23 +341,3 @@ def same_setting_text(rows) -> str:
             f"{100 * sglang.reached_typical:.0f} %)",
         ]
     )
-
-
-# ----------------------------------------------------------------------------- section 3: the claim
-
-
-def hardware_text(devices=None) -> str:
-    """Datasheet bandwidth, dense bf16 FLOP/s, ridge point, typical (effective) ridge and memory of
-    every device with a published bf16 peak (devices: names; None: all of data/hardware.csv)."""
-    table = list(load_hardware_table().values()) if devices is None else devices_named(devices)
-    eff = TYPICAL_COMPUTE_EFFICIENCY / TYPICAL_BANDWIDTH_EFFICIENCY
-    lines = [f"{'device':22s} {'GB/s':>6s} {'bf16 TFLOP/s':>13s} {'ridge FLOP/B':>13s} {'effective':>10s} {'GB':>5s}"]
-    for hw in table:
-        if hw.bf16_tflops_dense is None:
-            continue
-        ridge = hw.ridge_point()
-        lines.append(
-            f"{hw.device:22s} {hw.bandwidth_gb_s:6.0f} {hw.bf16_tflops_dense:13.0f} {ridge:13.0f} "
-            f"{eff * ridge:10.0f} {hw.memory_gb:5g}"
-        )
-    return "\n".join(lines)

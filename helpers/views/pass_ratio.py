@@ -1,4 +1,5 @@
-"""Notebook 05, section 3: does the pass ratio set latency on a GPU? The claim on every device
+"""Notebook 05, section 3: does the pass ratio set latency on a GPU? Why an uncached pass is
+compute-bound (ridge_text), the devices' ridge points (hardware_text), the claim on every device
 (table, points, summary and figure) and what a block cache changes.
 
 Presentation only: every number is computed by helpers.latency and helpers.costs from the arguments
@@ -15,6 +16,7 @@ from helpers.costs import (
     TYPICAL_COMPUTE_EFFICIENCY,
     check_fits,
     efficiency_label,
+    forward_pass_cost,
 )
 from helpers.hardware import Hardware, get_hardware, load_hardware_table
 from helpers.latency import ar_latency, dllm_latency
@@ -31,6 +33,23 @@ def devices_named(devices) -> list[Hardware]:
     if isinstance(devices, str) or not isinstance(devices, list | tuple) or not devices:
         raise ValueError(f"devices must be a non-empty list of names in data/hardware.csv, got {devices!r}")
     return [get_hardware(d) for d in devices]
+
+
+def hardware_text(devices=None) -> str:
+    """Datasheet bandwidth, dense bf16 FLOP/s, ridge point, typical (effective) ridge and memory of
+    every device with a published bf16 peak (devices: names; None: all of data/hardware.csv)."""
+    table = list(load_hardware_table().values()) if devices is None else devices_named(devices)
+    eff = TYPICAL_COMPUTE_EFFICIENCY / TYPICAL_BANDWIDTH_EFFICIENCY
+    lines = [f"{'device':22s} {'GB/s':>6s} {'bf16 TFLOP/s':>13s} {'ridge FLOP/B':>13s} {'effective':>10s} {'GB':>5s}"]
+    for hw in table:
+        if hw.bf16_tflops_dense is None:
+            continue
+        ridge = hw.ridge_point()
+        lines.append(
+            f"{hw.device:22s} {hw.bandwidth_gb_s:6.0f} {hw.bf16_tflops_dense:13.0f} {ridge:13.0f} "
+            f"{eff * ridge:10.0f} {hw.memory_gb:5g}"
+        )
+    return "\n".join(lines)
 
 
 def claim_table(n: int = 1000, steps=(32, 256), devices=None, pairs=None) -> str:
@@ -128,6 +147,26 @@ def claim_summary(points, left_out, n: int = 1000) -> str:
     return "\n".join(lines)
 
 
+def ridge_text(n: int, steps: int, hardware, model: str = "LLaDA-8B") -> str:
+    """Why an uncached pass is compute-bound, in three lines: the intensity of one bf16 pass of `model`
+    over N positions, the device's ridge point at the datasheet and at typical efficiency (the
+    effective ridge), and the bound min(N, effective ridge) / K on AR / dLLM."""
+    n, steps = check_int(n, "n", 1), check_int(steps, "steps", 1, n)
+    hw = get_hardware(hardware)
+    intensity = forward_pass_cost(model, tokens=n, bytes_per_param=2).intensity
+    ridge = hw.ridge_point()
+    effective = TYPICAL_COMPUTE_EFFICIENCY / TYPICAL_BANDWIDTH_EFFICIENCY * ridge
+    return "\n".join(
+        [
+            f"one uncached pass of {model} over {n} positions, bf16: {intensity:.0f} FLOP/B",
+            f"{hw.device}: ridge point {ridge:.0f} FLOP/B at the datasheet, effective ridge {effective:.0f} FLOP/B "
+            f"at typical efficiency",
+            f"bound: min(N, effective ridge) / K = min({n}, {effective:.0f}) / {steps} = "
+            f"{min(n, effective) / steps:.1f}",
+        ]
+    )
+
+
 def _device_tick(device: str) -> str:
     """A device name short enough for a tick: 'NVIDIA A100 80GB SXM' -> 'A100 80GB', 'Google TPU v6e' -> 'TPU v6e'."""
     for word in ("NVIDIA ", "Google ", "AMD ", " (HGX)"):
@@ -136,37 +175,41 @@ def _device_tick(device: str) -> str:
 
 
 def draw_claim(points, n: int = 1000) -> Figure:
-    """AR / dLLM latency per device (sorted by effective ridge point), one marker per K: filled for
-    the first K, hollow for the others, each with its bound min(N, I*_eff) / K as a grey dash just
-    right of it (the two nearly coincide: on the marker the dash would hide behind it); the
+    """AR / dLLM latency per device, sorted by effective ridge point (not by speed), one square per K:
+    filled for the first K, hollow for the others, each drawn over a wide grey bar at its bound
+    min(N, I*_eff) / K (the two nearly coincide, so the bar shows on both sides of the square); the
     break-even line (1) and the first K's pass ratio N / K, what counting passes alone predicts."""
     if not isinstance(points, list) or not points:
         raise ValueError(f"points must be the non-empty list claim_points() returns, got {points!r:.80}")
     steps = list(points[0]["ratio"])
     x = np.arange(len(points))
-    fig, ax = new_figure(figsize=(9, 4.4))
+    fig, ax = new_figure(figsize=(9, 4.8))
     for j, k in enumerate(steps):
         face = DLLM_COLOR if j == 0 else "white"
         ratios = [p["ratio"][k] for p in points]
-        ax.plot(x - 0.12, ratios, "s", ms=7, color=DLLM_COLOR, mfc=face, mew=1.5, zorder=3, label=f"K = {k}, typical")
-        ax.plot(x + 0.18, [p["bound"][k] for p in points], "_", ms=9, mew=2, color=TRUTH_COLOR, zorder=4,
-                label="min(N, I*_eff) / K (dash right of each square)" if j == 0 else None)  # fmt: skip
+        ax.plot(x, [p["bound"][k] for p in points], "_", ms=26, mew=3, color=TRUTH_COLOR, alpha=0.6, zorder=2,
+                label="bound min(N, I*_eff) / K" if j == 0 else None)  # fmt: skip
+        ax.plot(x, ratios, "s", ms=8, color=DLLM_COLOR, mfc=face, mew=1.5, zorder=3, label=f"K = {k}, typical")
     ax.axhline(1, color=AR_COLOR, lw=1.2)
-    ax.text(len(points) - 0.5, 0.95, "AR as fast", color=AR_COLOR, fontsize=8, ha="right", va="top")
-    ax.axhline(n / steps[0], color=TRUTH_COLOR, ls=":", lw=1.2)
+    ax.text(len(points) - 0.5, 0.95, "AR as fast", color=AR_COLOR, fontsize=9, ha="right", va="top")
+    ax.axhline(n / steps[0], color=TRUTH_COLOR, ls=":", lw=1.4)
     ax.text(len(points) - 0.5, n / steps[0] * 1.06, f"pass ratio N / K = {n / steps[0]:.0f}: what counting passes "
-            f"predicts for K = {steps[0]}", color=TRUTH_COLOR, fontsize=8, ha="right", va="bottom")  # fmt: skip
+            f"predicts for K = {steps[0]}", color=TRUTH_COLOR, fontsize=9, ha="right", va="bottom")  # fmt: skip
     names = [_device_tick(p["device"]) for p in points]
-    ax.set_xticks(x, [f"{name}\n{p['ridge']:.0f}" for name, p in zip(names, points, strict=True)], fontsize=7.5)
+    ax.set_xticks(x, [f"{name}\n{p['ridge']:.0f}" for name, p in zip(names, points, strict=True)], fontsize=8.5)
     ax.set_yscale("log")
     readable_log_ticks(ax.yaxis)
-    ax.set_ylim(0.1, 3 * n / steps[0])
+    low = min(min(p["ratio"].values()) for p in points)
+    ax.set_ylim(min(0.5, low / 2), 3 * n / steps[0])
     ax.set_xlim(-0.6, len(points) - 0.4)
-    ax.set_xlabel("device, effective ridge point I*_eff (FLOP/B), from low to high")
-    ax.set_ylabel("AR / dLLM latency (above 1: dLLM faster)")
-    ax.legend(loc="upper left", bbox_to_anchor=(0, 0.86), fontsize=8)
+    ax.set_xlabel("device, and below it its effective ridge point I*_eff (FLOP/B): in order of ridge, not of speed",
+                  fontsize=10)  # fmt: skip
+    ax.set_ylabel("AR / dLLM latency (above 1: dLLM faster)", fontsize=10)
+    bottom, top = (np.log(v) for v in ax.get_ylim())
+    under_line = (np.log(n / steps[0]) - bottom) / (top - bottom) - 0.04  # just below the pass-ratio line
+    ax.legend(loc="upper left", bbox_to_anchor=(0, under_line), fontsize=9)
     ax.set_title(f"projection, N = {n}, no cache, Llama-3-8B against LLaDA-8B: {efficiency_label()}", loc="left",
-                 fontsize=9)  # fmt: skip
+                 fontsize=10)  # fmt: skip
     return fig
 
 
