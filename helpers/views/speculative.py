@@ -23,6 +23,15 @@ DRAFTER_STYLE = {  # drafter -> (short name, colour, marker): four hues and four
     DRAFTERS[2]: ("diffusion, one pass", DLLM_COLOR, "s"),
     DRAFTERS[3]: ("diffusion, left to right", LEFT_TO_RIGHT_COLOR, "D"),
 }
+RING_SIZE = dict(zip(DRAFTERS, (5, 14, 10, 21), strict=True))  # marker sizes: the star rings the dot, and so on
+MODEL_DRAFTERS = (DRAFTERS[0], DRAFTERS[2], DRAFTERS[3])  # the drafters that are models: the language is not
+
+
+def _check_drafters(drafters, known=DRAFTERS) -> list[str]:
+    """A non-empty list or tuple of names from `known`, as a list."""
+    if not isinstance(drafters, list | tuple) or not drafters or any(name not in known for name in drafters):
+        raise ValueError(f"drafters must be a non-empty list of runs of {list(known)}, got {drafters!r}")
+    return list(drafters)
 
 
 def rows_of(data: dict, drafter: str) -> list[dict]:
@@ -36,26 +45,22 @@ def measured_alpha(rows: list[dict]) -> float:
     return first["accepted"] / (first["accepted"] + first["rejections"])
 
 
-def canvas_ceiling(gamma: int, positions: int = 32) -> float:
-    """Tokens per target pass if every draft were accepted: whole rounds of gamma + 1 tokens."""
-    return positions / -(-positions // (gamma + 1))
-
-
-def prediction_text(data: dict, gamma: int = 8) -> str:
-    """Per drafter: alpha of a round's first drafted token, predicted and measured; tokens per
-    target pass measured at QUALITY_GAMMA; at `gamma`, the formula, the chain and the measurement.
-    Last, the one-pass diffusion drafter's alpha along its draft."""
-    i, j = GAMMAS.index(gamma), GAMMAS.index(QUALITY_GAMMA)
+def prediction_text(data: dict, gamma: int = QUALITY_GAMMA, drafters=MODEL_DRAFTERS) -> str:
+    """Per drafter: alpha of a round's first drafted token, predicted and measured; at `gamma`,
+    tokens per target pass from the formula, from the chain and measured. Last, the one-pass
+    diffusion drafter's alpha along its draft."""
+    drafters, i = _check_drafters(drafters), GAMMAS.index(gamma)
     lines = [
-        f"{'drafter':26s} {'1st draft alpha: pred / meas':>28s} {'gamma ' + str(QUALITY_GAMMA) + ': measured':>18s}"
-        f" {'gamma ' + str(gamma) + ': formula / chain / measured':>36s}"
+        f"{'':26s} {'alpha of the 1st draft':>22s}   {'tokens per target pass, gamma = ' + str(gamma):>33s}",
+        f"{'drafter':26s} {'predicted':>11s} {'measured':>10s}   {'formula':>11s} {'chain':>10s} {'measured':>10s}",
     ]
-    for name in DRAFTERS:
+    for name in drafters:
         pred, rows = data["predicted"][name], rows_of(data, name)
-        measured = [r["new_tokens"] / r["target_passes"] for r in rows]
-        alpha = f"{pred['alpha']:.3f} / {measured_alpha(rows):.3f}"
-        at_gamma = f"{pred['formula'][i]:.2f} / {pred['chain'][i]:.2f} / {measured[i]:.2f}"
-        lines.append(f"{DRAFTER_STYLE[name][0]:26s} {alpha:>28s} {measured[j]:18.2f} {at_gamma:>36s}")
+        r = rows[i]
+        lines.append(
+            f"{DRAFTER_STYLE[name][0]:26s} {pred['alpha']:11.3f} {measured_alpha(rows):10.3f}   "
+            f"{pred['formula'][i]:11.2f} {pred['chain'][i]:10.2f} {r['new_tokens'] / r['target_passes']:10.2f}"
+        )
     along = data["predicted"][DRAFTERS[2]]["alpha_by_index"][:4]
     lines.append(f"{DRAFTER_STYLE[DRAFTERS[2]][0]}: alpha of its 1st to 4th drafted token " + ", ".join(
         f"{a:.2f}" for a in along))  # fmt: skip
@@ -92,49 +97,37 @@ def _drafter_marker(name: str) -> dict:
     return dict(marker=marker, color=color, mfc=color if name == DRAFTERS[0] else "none", mec=color, mew=1.5)
 
 
-def draw_acceptance(axes, data: dict) -> None:
+def draw_acceptance(axes, data: dict, drafters=MODEL_DRAFTERS) -> None:
     """Left: tokens per target pass against gamma, measured (markers) and predicted (the chain:
-    solid; the formula: dotted). Right: alpha of the i-th drafted token of a round, with an inset
-    that spreads apart the three drafters whose alpha stays near 1. Every drafter keeps one colour
-    and one hollow marker in both panels."""
+    solid; the formula: dotted). Right: alpha of the i-th drafted token of a round (predicted).
+    Every drafter keeps one colour and one marker in both panels; the right panel's legend names
+    them, the left one's says what markers and lines are."""
     from matplotlib.lines import Line2D
 
     left, right = axes
-    zoom = right.inset_axes([0.5, 0.46, 0.47, 0.38])  # axes fraction: above the falling curve, below the flat ones
-    keys = []
-    for name, size in zip(DRAFTERS, (5, 10, 6, 7), strict=True):  # the star rings the small drafter's dot
+    for name in _check_drafters(drafters):
         label, color, _ = DRAFTER_STYLE[name]
         rows, pred = rows_of(data, name), data["predicted"][name]
         measured = [r["new_tokens"] / r["target_passes"] for r in rows]
         marker = _drafter_marker(name)
-        left.plot(GAMMAS, pred["formula"], ":", color=color, lw=1)
+        left.plot(GAMMAS, pred["formula"], ":", color=color, lw=1.2)
         left.plot(GAMMAS, pred["chain"], "-", color=color, lw=1.2, alpha=0.7)
-        left.plot(GAMMAS, measured, ls="", ms=size, zorder=3, **marker)
-        keys.append(Line2D([], [], ls="", ms=6, label=label, **marker))  # a measurement's key: its marker alone
+        left.plot(GAMMAS, measured, ls="", ms=7, zorder=3, **marker)
         places = range(1, len(pred["alpha_by_index"]) + 1)
-        right.plot(places, pred["alpha_by_index"], "-", ms=5, label=label, **marker)
-        if name != DRAFTERS[2]:  # the one-pass diffusion drafter falls out of the inset's range
-            zoom.plot(places, pred["alpha_by_index"], "-", ms=4, **marker)
+        right.plot(places, pred["alpha_by_index"], "-", ms=6, label=label, **marker)
     grey = "#777777"
-    lines = [
+    keys = [
+        Line2D([], [], color=grey, ls="", marker="o", mfc="none", label="markers: measured"),
         Line2D([], [], color=grey, ls="-", lw=1.2, label="solid: the chain"),
-        Line2D([], [], color=grey, ls=":", lw=1, label="dotted: the formula (one line for both diffusion drafters)"),
+        Line2D([], [], color=grey, ls=":", lw=1.2, label="dotted: the formula (one for both diffusion drafters)"),
     ]
-    ceiling = [canvas_ceiling(g) for g in GAMMAS]
-    lines.append(left.plot(GAMMAS, ceiling, color="black", lw=0.7, ls="--", zorder=0)[0])
-    lines[-1].set_label("dashed: every draft accepted (32 positions)")
     left.set(xlabel="gamma (tokens drafted per round)", ylabel="tokens per target pass", xticks=list(GAMMAS))
-    left.set_title("Markers: measured (256 documents, 1024 at gamma = 4). Lines: predicted", loc="left", fontsize=9)
-    left.add_artist(left.legend(handles=keys, fontsize=7, loc="upper left", title="measured", title_fontsize=7))
-    left.legend(handles=lines, fontsize=7, loc="lower right", title="predicted", title_fontsize=7)
-    right.set(xlabel="i (position in the draft)", ylabel="alpha of the i-th drafted token", ylim=(0, 1.02))
+    left.set_title("Measured (256 documents, 1024 at gamma = 4) and predicted", loc="left", fontsize=10)
+    left.legend(handles=keys, fontsize=9, loc="upper left")
+    right.set(xlabel="i (position in the draft)", ylabel="alpha of the i-th drafted token", ylim=(0, 1.05))
     right.set_xticks(list(GAMMAS))
-    right.set_title("Acceptance along the draft (predicted)", loc="left", fontsize=9)
-    right.legend(fontsize=7, loc="lower left")
-    zoom.set(ylim=(0.97, 1.0), xticks=list(GAMMAS), yticks=[0.97, 0.98, 0.99, 1.0])
-    zoom.tick_params(labelsize=7)
-    zoom.set_ylabel("zoomed in", fontsize=7)
-    right.indicate_inset_zoom(zoom, edgecolor="#999999")
+    right.set_title("Acceptance along the draft (predicted)", loc="left", fontsize=10)
+    right.legend(fontsize=9, loc="lower left")
 
 
 def first_two_tv(docs: np.ndarray, joint: np.ndarray) -> float:
@@ -144,15 +137,16 @@ def first_two_tv(docs: np.ndarray, joint: np.ndarray) -> float:
     return 0.5 * float(np.abs(counts / len(docs) - joint).sum())
 
 
-def quality_text(data: dict, reference: Run, target: Target, joint: np.ndarray, drafters=DRAFTERS) -> str:
-    """Every measure for the AR model itself and each of `drafters` (DRAFTERS, or BROKEN: the greedy
-    draft scored with its softmax) at QUALITY_GAMMA, with the match. Speed is left to section 3:
+def quality_text(
+    data: dict, reference: Run, target: Target, joint: np.ndarray | None = None, drafters=MODEL_DRAFTERS
+) -> str:
+    """Notebook 03's three measures for the AR model itself and each of `drafters` (of DRAFTERS, or
+    BROKEN: the greedy draft scored with its softmax) at QUALITY_GAMMA, with the match; with an
+    exact `joint` of the first two tokens, also their TV against it. Speed is left to section 3:
     this table is about exactness."""
-    known = (*DRAFTERS, BROKEN)
-    if not isinstance(drafters, list | tuple) or not drafters or any(name not in known for name in drafters):
-        raise ValueError(f"drafters must be a non-empty list of runs of {list(known)}, got {drafters!r}")
-    head = f"{'decoder':34s} {'valid':>7s} {'sentences':>9s} {'gap':>6s} {'TV(2 tok)':>9s}  matched"
-    lines = [head]
+    drafters = _check_drafters(drafters, known=(*DRAFTERS, BROKEN))
+    tv = "" if joint is None else f" {'TV(2 tok)':>10s}"
+    lines = [f"{'decoder':34s} {'valid %':>8s} {'sentences/doc':>14s} {'gap, bits':>10s}{tv}  matched"]
     runs = {"AR model alone (T = 1)": reference}
     for name in drafters:
         runs[DRAFTER_STYLE.get(name, ("greedy draft, softmax as q (bug)",))[0]] = data["quality"][name]
@@ -164,18 +158,21 @@ def quality_text(data: dict, reference: Run, target: Target, joint: np.ndarray, 
             if all(v >= 0 for v in held.values())
             else "fails " + ", ".join(k for k in MEASURES if held[k] < 0)
         )
+        tv = "" if joint is None else f" {first_two_tv(run.docs, joint):10.3f}"
         lines.append(
-            f"{label:34s} {100 * q.validity[0]:6.1f}% {q.sentences[0]:9.2f} {q.sentence_gap[0]:+6.2f} "
-            f"{first_two_tv(run.docs, joint):9.3f}  {matched}"
+            f"{label:34s} {100 * q.validity[0]:8.1f} {q.sentences[0]:14.2f} {q.sentence_gap[0]:+10.2f}{tv}  {matched}"
         )
     return "\n".join(lines)
 
 
-def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None:
+def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target, drafters=MODEL_DRAFTERS) -> None:
     """Invalid documents, sentences per document and the within-sentence gap against tokens per
-    target pass: speculative decoding (each drafter, gamma = 4) against the five samplers of
-    notebook 03's section 5, every setting."""
+    target pass: speculative decoding (each of `drafters`, gamma = 4) against the five samplers of
+    notebook 03's section 5, every setting. Two legends below the panels: the diffusion samplers,
+    and speculative decoding with the AR model alone."""
     from matplotlib.lines import Line2D
+
+    drafters = _check_drafters(drafters)
 
     ref = sweep.ar.quality
     floor = 0.05  # % invalid drawn for a sample with none (a log axis has no 0)
@@ -194,12 +191,12 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None
             label, color, marker = STYLE[name]
             runs = [r for r in sweep.runs[name] if not np.isnan(value(r.quality))]
             ax.plot([r.tokens_per_pass for r in runs], [value(r.quality) for r in runs], marker, color=color,
-                    mfc="white", ms=4, ls="-", lw=0.6, alpha=0.7, label=f"diffusion: {label}")  # fmt: skip
+                    mfc="white", ms=4, ls="-", lw=0.6, alpha=0.7, label=label)  # fmt: skip
         ax.plot(1, value(ref), "*", color="black", ms=10, ls="", label="AR alone")
-        for name, size in zip(DRAFTERS, (5, 14, 10, 21), strict=True):  # nested rings: coinciding points stay visible
-            run = data["quality"][name]
+        for name in drafters:
+            run, size = data["quality"][name], RING_SIZE[name]  # nested rings: coinciding points stay visible
             ax.plot(run.tokens_per_pass, value(run.quality), ms=size, ls="", zorder=4,
-                    label=f"speculative: {DRAFTER_STYLE[name][0]}", **_drafter_marker(name))  # fmt: skip
+                    label=DRAFTER_STYLE[name][0], **_drafter_marker(name))  # fmt: skip
         ax.set(xscale="log", xlabel="tokens per (target) pass, log scale", ylabel=ylabel)
         ax.set_xticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
         ax.set_xticks([], minor=True)
@@ -216,14 +213,15 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target) -> None
     fig = axes[0].figure
     fig.suptitle("Shaded: the AR model's own quality, with notebook 03's tolerances", x=0.01, ha="left", fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()
-    keys = {f"speculative: {DRAFTER_STYLE[n][0]}": n for n in DRAFTERS}  # their keys at one size, not nested
-    handles = [Line2D([], [], ls="", ms=8, **_drafter_marker(keys[k])) if k in keys else h
+    samplers = len(MAIN)  # the first handles: notebook 03's samplers; then AR alone and the drafters
+    keys = {DRAFTER_STYLE[n][0]: n for n in drafters}  # the drafters' keys at one size, not nested
+    handles = [Line2D([], [], ls="", ms=9, **_drafter_marker(keys[k])) if k in keys else h
                for h, k in zip(handles, labels, strict=True)]  # fmt: skip
-    order = [
-        k for pair in zip(range(6), range(6, 12), strict=False) for k in pair
-    ]  # legend rows: diffusion, then the rest
-    fig.legend([handles[k] for k in order if k < len(handles)], [labels[k] for k in order if k < len(labels)],
-               loc="outside lower center", ncol=6, fontsize=7.5)  # fmt: skip
+    below = dict(fontsize=9, title_fontsize=9, alignment="left")
+    fig.legend(handles[:samplers], labels[:samplers], ncol=samplers, loc="outside lower left",
+               title="masked diffusion (notebook 03), every setting", **below)  # fmt: skip
+    fig.legend(handles[samplers:], labels[samplers:], ncol=len(handles) - samplers, loc="outside lower right",
+               title="speculative decoding at gamma = 4, and the AR model alone", **below)  # fmt: skip
 
 
 def tv_noise(joint: np.ndarray, n: int, draws: int = 200, seed: int = 0) -> tuple[float, float]:
@@ -246,25 +244,24 @@ def pass_cost_text(data: dict, draft_cost: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
-def time_split_text(splits: dict, tokens: int, reference: str) -> str:
+def time_split_text(splits: dict, reference: str) -> str:
     """Where each decoder's time per document goes (helpers.speculative_cost.time_split): forward
-    passes of the target and of the drafter (count x median time), everything else per token
-    written, the total, and the speed-up over `reference` from the passes alone and measured."""
+    passes of the target and of the drafter (count x median time of one), everything else, the
+    total, and the speed-up over `reference`. Each row adds up: passes plus everything else."""
     if reference not in splits:
         raise ValueError(f"reference must be one of the timed decoders {list(splits)}, got {reference!r}")
     base = splits[reference]
     head = (
-        f"{'decoder':40s} {'target passes':>14s} {'drafter passes':>15s} {'rest, per token':>15s} {'total':>8s}"
-        f"  {'speed-up: passes only':>21s} {'measured':>9s}"
+        f"{'decoder, per document':30s} {'target passes':>14s} {'drafter passes':>15s} {'everything else':>16s}"
+        f" {'total':>8s} {'speed-up':>9s}"
     )
     lines = [head]
     for name, t in splits.items():
         target = f"{t.target_passes:3.0f} x {1e3 * t.target_forward / max(t.target_passes, 1):.2f} ms"
         draft = f"{t.draft_passes:3.0f} x {1e3 * t.draft_forward / t.draft_passes:.2f} ms" if t.draft_passes else "-"
-        passes_only = (base.target_forward + base.draft_forward) / (t.target_forward + t.draft_forward)
         lines.append(
-            f"{name:40s} {target:>14s} {draft:>15s} {1e3 * t.other / tokens:12.2f} ms {1e3 * t.total:5.1f} ms"
-            f"  {passes_only:20.2f}x {base.total / t.total:8.2f}x"
+            f"{name:30s} {target:>14s} {draft:>15s} {1e3 * t.other:13.1f} ms {1e3 * t.total:5.1f} ms"
+            f" {base.total / t.total:8.2f}x"
         )
     return "\n".join(lines)
 
@@ -272,8 +269,8 @@ def time_split_text(splits: dict, tokens: int, reference: str) -> str:
 def time_lost_text(splits: dict, reference: str) -> str:
     """Why each speculative decoder falls short of the AR model's time divided by its tokens per
     target pass: what that would be (each target pass at the price of one AR step, with the AR loop's
-    per-token work spread over the passes likewise), then what it adds on top, in ms per document:
-    target passes dearer than an AR step, the drafter's passes, and per-token work beyond that share.
+    everything else spread over the passes likewise), then what it adds on top, in ms per document:
+    target passes dearer than an AR step, the drafter's passes, and everything else beyond that share.
     The four add up to the measured total; `largest` names the biggest addition."""
     if reference not in splits:
         raise ValueError(f"reference must be one of the timed decoders {list(splits)}, got {reference!r}")
@@ -281,10 +278,10 @@ def time_lost_text(splits: dict, reference: str) -> str:
     if base.target_passes < 1:
         raise ValueError(f"the reference {reference!r} must run the target at least once, got no target pass")
     step, work = base.target_forward / base.target_passes, base.other / base.target_passes  # s per AR pass
-    parts = ("dearer target passes", "drafter passes", "per-token work")
+    parts = ("dearer target passes", "drafter passes", "everything else")
     lines = [
         f"{'decoder':28s} {'AR time ÷ tokens/pass':>22s} {'+ ' + parts[0]:>22s} {'+ ' + parts[1]:>16s}"
-        f" {'+ ' + parts[2]:>16s} {'= total':>8s}  largest"
+        f" {'+ ' + parts[2]:>18s} {'= total':>8s}  largest"
     ]
     for name, t in splits.items():
         if name == reference:
@@ -293,7 +290,7 @@ def time_lost_text(splits: dict, reference: str) -> str:
         ideal = t.target_passes * (step + work)
         lines.append(
             f"{name:28s} {1e3 * ideal:19.1f} ms {1e3 * added[0]:19.1f} ms {1e3 * added[1]:13.1f} ms"
-            f" {1e3 * added[2]:13.1f} ms {1e3 * t.total:5.1f} ms  {parts[int(np.argmax(added))]}"
+            f" {1e3 * added[2]:15.1f} ms {1e3 * t.total:5.1f} ms  {parts[int(np.argmax(added))]}"
         )
     return "\n".join(lines)
 

@@ -1,0 +1,162 @@
+"""Notebook 06's tables and figures (helpers.views.speculative): the stored run laid out as the
+notebook reads it, the time tables adding up, and each drafter drawn alike in every figure."""
+
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+from matplotlib import pyplot as plt
+
+from helpers.matched_quality import load_sweep
+from helpers.matching import target_from
+from helpers.speculative_cost import TimeSplit
+from helpers.speculative_sweep import BROKEN, DRAFTERS, load
+from helpers.toylang import LANG
+from helpers.views.speculative import (
+    DRAFTER_STYLE,
+    MODEL_DRAFTERS,
+    draw_acceptance,
+    draw_closing_picture,
+    end_effect_text,
+    prediction_text,
+    quality_text,
+    time_lost_text,
+    time_split_text,
+)
+from helpers.views.sweep import MAIN, STYLE
+
+SPLITS = {  # seconds per document: target passes, drafter passes, everything else; pass counts
+    "AR model alone": TimeSplit(0.032, 0.0, 0.0032, 32, 0),  # 1 ms a step, 0.1 ms a token besides
+    "small drafter, gamma 4": TimeSplit(0.0126, 0.0075, 0.0032, 7, 25),
+}
+
+
+def any_joint():
+    vocab = len(LANG.vocab)
+    return torch.full((vocab, vocab), 1 / vocab**2, dtype=torch.float64).numpy()  # any joint: TV is not asserted
+
+
+# ------------------------------------------------------------------ section 5 and its Going deeper: the time tables
+def test_the_time_table_adds_up_and_gives_the_speed_up():
+    header, ar, spec = time_split_text(SPLITS, "AR model alone").splitlines()
+    assert "everything else" in header and header.split()[-1] == "speed-up" and "passes only" not in header
+    assert "32 x 1.00 ms" in ar and "3.2 ms" in ar and "35.2 ms" in ar and ar.endswith("1.00x")
+    assert "7 x 1.80 ms" in spec and "25 x 0.30 ms" in spec and "3.2 ms" in spec and "23.3 ms" in spec
+    assert spec.endswith("1.51x")  # 35.2 / 23.3 ms
+    with pytest.raises(ValueError, match="reference must be one of the timed decoders"):
+        time_split_text(SPLITS, "AR")
+
+
+def test_the_time_lost_adds_up_to_the_total_and_names_the_largest_part():
+    header, spec = time_lost_text(SPLITS, "AR model alone").splitlines()
+    assert "dearer target passes" in header and "drafter passes" in header and "everything else" in header
+    assert header.endswith("largest")
+    numbers = [float(x) for x in re.findall(r"(-?\d+\.\d) ms", spec)]
+    assert numbers == [7.7, 5.6, 7.5, 2.5, 23.3]  # 7 x 1.1 ms; 12.6 - 7; 7.5; 3.2 - 0.7; their sum
+    assert spec.endswith("drafter passes")  # 7.5 ms, the largest of the three
+    with pytest.raises(ValueError, match="reference must be one of the timed decoders"):
+        time_lost_text(SPLITS, "AR")
+    with pytest.raises(ValueError, match="must run the target at least once"):
+        time_lost_text({"none": TimeSplit(0.0, 0.0, 0.001, 0, 0)}, "none")
+
+
+# ------------------------------------------------------------------ section 3 and its Going deeper: predictions
+def test_the_prediction_table_shows_the_model_drafters_at_gamma_4():
+    lines = prediction_text(load()).splitlines()
+    assert len(lines) == 3 + len(MODEL_DRAFTERS) and "tokens per target pass, gamma = 4" in lines[0]
+    assert lines[1].split() == ["drafter", "predicted", "measured", "formula", "chain", "measured"]
+    assert not any(line.startswith("the language itself") for line in lines)
+    small = next(line for line in lines if line.startswith("small AR drafter"))
+    assert small.split()[-5:] == ["0.989", "0.991", "4.89", "4.51", "4.51"]
+    one_pass = next(line for line in lines if line.startswith("diffusion, one pass "))
+    assert one_pass.split()[-3:] == ["4.75", "3.21", "3.21"]
+    assert lines[-1].endswith("alpha of its 1st to 4th drafted token 0.97, 0.72, 0.57, 0.44")
+
+
+def test_the_prediction_table_takes_any_gamma_and_drafter_and_refuses_others():
+    lines = prediction_text(load(), gamma=8, drafters=DRAFTERS).splitlines()
+    assert len(lines) == 3 + len(DRAFTERS) and "gamma = 8" in lines[0]
+    assert next(line for line in lines if line.startswith("small AR drafter")).endswith("8.62       7.65       7.61")
+    for wrong in ([], ["a drafter"], "small AR model", [BROKEN]):
+        with pytest.raises(ValueError, match="drafters must be a non-empty list"):
+            prediction_text(load(), drafters=wrong)
+
+
+def test_the_end_effect_table_keeps_every_drafter():
+    lines = end_effect_text(load(), gamma=8).splitlines()
+    assert [line.split("  ")[0] for line in lines[3:]] == [DRAFTER_STYLE[n][0] for n in DRAFTERS]
+    one_pass = next(line for line in lines if line.startswith("diffusion, one"))
+    assert one_pass.split()[-4:] == ["8.12", "7.24", "3.38", "3.45"]
+
+
+def test_the_acceptance_figure_draws_each_drafter_alike_in_both_panels():
+    fig, axes = plt.subplots(1, 2)
+    draw_acceptance(axes, load())
+    left, right = axes
+    keys = {h.get_label(): h for h in left.get_legend().legend_handles}
+    assert keys["markers: measured"].get_linestyle() == "None"
+    assert keys["solid: the chain"].get_linestyle() == "-"
+    assert keys["dotted: the formula (one for both diffusion drafters)"].get_linestyle() == ":"
+    named = {h.get_label(): h for h in right.get_legend().legend_handles}
+    assert list(named) == [DRAFTER_STYLE[n][0] for n in MODEL_DRAFTERS]  # the language is not in the core figure
+    for name in MODEL_DRAFTERS:
+        label, color, marker = DRAFTER_STYLE[name]
+        measured = [line for line in left.lines if line.get_marker() == marker and line.get_linestyle() == "None"]
+        assert len(measured) == 1 and measured[0].get_color() == color  # the same marker and colour on the left
+        assert named[label].get_marker() == marker and named[label].get_linestyle() == "-"
+        assert measured[0].get_markerfacecolor() == named[label].get_markerfacecolor()  # hollow but the small one
+    assert named["diffusion, left to right"].get_markerfacecolor() == "none"
+    assert not right.child_axes, "no inset: the drafters near alpha = 1 are read from the table"
+    assert len(left.lines) == 3 * len(MODEL_DRAFTERS)  # per drafter: the formula, the chain, the measurement
+    plt.close(fig)
+
+
+def test_the_drafters_differ_in_colour_from_each_other_and_from_notebook_03s_samplers():
+    drafters = [color for _, color, _ in DRAFTER_STYLE.values()]
+    assert len(set(drafters)) == 4
+    samplers = {color for _, color, _ in STYLE.values()}
+    assert DRAFTER_STYLE["diffusion, left to right"][1] not in samplers  # not the amber of the random sampler
+
+
+# ------------------------------------------------------------------ sections 2 and 4: quality
+def test_the_quality_table_shows_the_drafters_asked_for_with_units_and_tv_only_with_a_joint():
+    data, sweep = load(), load_sweep()
+    match = target_from(sweep.ar)
+    lines = quality_text(data, sweep.ar, match).splitlines()
+    assert len(lines) == 2 + len(MODEL_DRAFTERS) and all(line.endswith("all three") for line in lines[1:])
+    assert "valid %" in lines[0] and "sentences/doc" in lines[0] and "gap, bits" in lines[0]
+    assert "TV" not in lines[0] and not any(line.startswith("the language itself") for line in lines)
+    every = quality_text(data, sweep.ar, match, any_joint(), drafters=DRAFTERS).splitlines()
+    assert len(every) == 2 + len(DRAFTERS) and "TV(2 tok)" in every[0]
+    assert all(line.endswith("all three") for line in every[1:])
+    bug = quality_text(data, sweep.ar, match, any_joint(), drafters=[BROKEN]).splitlines()
+    assert len(bug) == 3 and bug[-1].startswith("greedy draft, softmax as q (bug)") and "fails diversity" in bug[-1]
+    for wrong in ([], "small AR model", ["a drafter"], 3):
+        with pytest.raises(ValueError, match="drafters must be a non-empty list"):
+            quality_text(data, sweep.ar, match, drafters=wrong)
+
+
+def test_the_closing_picture_keys_samplers_and_drafters_in_two_legends():
+    data, sweep = load(), load_sweep()
+    fig, axes = plt.subplots(1, 3, layout="constrained")
+    draw_closing_picture(axes, data, sweep, target_from(sweep.ar))
+    samplers, speculative = fig.legends
+    assert [t.get_text() for t in samplers.get_texts()] == [STYLE[n][0] for n in MAIN]
+    assert "notebook 03" in samplers.get_title().get_text()
+    assert [t.get_text() for t in speculative.get_texts()] == [
+        "AR alone",
+        *(DRAFTER_STYLE[n][0] for n in MODEL_DRAFTERS),
+    ]
+    assert "gamma = 4" in speculative.get_title().get_text()
+    assert all(t.get_fontsize() >= 9 for legend in fig.legends for t in legend.get_texts()), "legible keys"
+    sizes = {h.get_markersize() for h in speculative.legend_handles[1:]}
+    assert sizes == {9}, "the drafters' keys at one size, not nested as in the panels"
+    for ax in axes:  # each panel: the samplers' lines, the AR model's star and one marker per drafter
+        assert len(ax.lines) == len(MAIN) + 1 + len(MODEL_DRAFTERS)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="drafters must be a non-empty list"):
+        draw_closing_picture(axes, data, sweep, target_from(sweep.ar), drafters=[BROKEN])
