@@ -129,10 +129,13 @@ def test_a_plan_gives_each_exercise_the_minutes_its_notebook_states(heading):
     assert planned == stated
 
 
+HOURS = re.compile(r"(\d+) h(?:ours)?(?: (\d+) min)?\b")  # '3 h 35 min', '3 hours 35 minutes', or '3 h'
+
+
 def _hours_minutes(text: str) -> int:
-    """'3 hours 35 minutes' or '3 h 35 min' -> 215."""
-    hours, minutes = re.search(r"(\d+) h(?:ours)? (\d+) min", text).groups()
-    return 60 * int(hours) + int(minutes)
+    """'3 hours 35 minutes' or '3 h 35 min' -> 215; '3 h' -> 180."""
+    hours, minutes = HOURS.search(text).groups()
+    return 60 * int(hours) + int(minutes or 0)
 
 
 def test_the_stated_totals_are_the_maps_sums():
@@ -144,10 +147,10 @@ def test_the_stated_totals_are_the_maps_sums():
     assert f"about {round(extra / 60)} hours more" in opening, f"Going deeper adds {extra} min in the map"
     by_number = {name[:2]: c for name, (c, _) in slots.items()}
     in_half = {row["what"][:2] for row in notebook_rows(HALF_DAY)}
-    half_line = text[text.index(HALF_DAY) :].split("\n\n")[0]
-    stated = [60 * int(h) + int(m) for h, m in re.findall(r"(\d+) h (\d+) min", half_line)]
+    half_line = text[text.index(HALF_DAY) + len(HALF_DAY) :].split("\n\n")[0]  # after the day's own "(4 h)"
+    stated = [60 * int(h) + int(m or 0) for h, m in HOURS.findall(half_line)]
     assert stated == [sum(by_number[n] for n in in_half), sum(c for n, c in by_number.items() if n not in in_half)]
-    full_line = text[text.index(FULL_DAY) :].split("\n\n")[0]
+    full_line = text[text.index(FULL_DAY) + len(FULL_DAY) :].split("\n\n")[0]
     assert _hours_minutes(full_line) == core
 
 

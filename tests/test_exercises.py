@@ -141,6 +141,10 @@ def last_token_only(lang, rng):  # conditions on the last token, not the whole p
         prefix.append(token)
 
 
+def global_random_sentence(lang, rng):  # right probabilities, but drawn from np.random instead of rng
+    return _typed(lang, rng, lambda p, rng: int(np.random.choice(len(p), p=p)))  # noqa: NPY002
+
+
 def never_stops(lang, rng):
     prefix = []
     while True:
@@ -263,6 +267,14 @@ def topk_on_ties(probs, canvas, k, mask_id):  # torch.topk does not promise the 
     return torch.where(canvas == mask_id, canvas.scatter(1, best, choice.gather(1, best)), canvas)
 
 
+def topk_beyond_the_row(probs, canvas, k, mask_id):  # topk(k) raises when k exceeds the row's length
+    confidence, choice = probs.max(dim=-1)
+    confidence = confidence.masked_fill(canvas != mask_id, -math.inf)
+    best = confidence.argsort(dim=-1, descending=True, stable=True)[:, :k]
+    best = confidence.topk(k, dim=-1).indices if k > canvas.size(1) else best
+    return torch.where(canvas == mask_id, canvas.scatter(1, best, choice.gather(1, best)), canvas)
+
+
 def wrong_tokens(probs, canvas, k, mask_id):  # the second most likely token
     second = probs.topk(2, dim=-1).indices[..., 1]
     committed = solutions.commit_most_confident(probs, canvas, k, mask_id) != canvas
@@ -317,6 +329,7 @@ WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("sample_sentence", sentence_with_eos, "stop when you draw it"),
     ("sample_sentence", last_token_only, "has probability 0"),
     ("sample_sentence", never_stops, "stop as soon as you draw lang.eos_id"),
+    ("sample_sentence", global_random_sentence, "the same seed typed other sentences"),
     ("sentence_log2prob", without_eos_factor, "a prefix of a sentence is not a sentence"),
     ("sentence_log2prob", natural_log, "natural log"),
     ("sentence_log2prob", no_early_stop, "return -math.inf as soon as a factor is 0"),
@@ -338,6 +351,7 @@ WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("commit_most_confident", filled_positions_compete, "only masked positions compete"),
     ("commit_most_confident", topk_on_ties, "the leftmost position wins"),
     ("commit_most_confident", wrong_tokens, "most likely token"),
+    ("commit_most_confident", topk_beyond_the_row, "k may be larger than a row is long"),
     ("commit_most_confident", k_over_the_batch, "in every row"),
     ("predicted_step_seconds", lambda w, kv, bw: w / bw, "its bytes count"),
     ("predicted_step_seconds", lambda w, kv, bw: 1e3 * (w + kv) / bw, "return seconds"),
@@ -346,6 +360,7 @@ WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("crossover_width", lambda peak, bw, b: peak / bw, "that is the ridge point"),
     ("crossover_width", lambda peak, bw, b: 2 * bw / (peak * b), "upside down"),
     ("crossover_width", lambda peak, bw, b: peak / (2 * bw * b), "on the wrong side"),
+    ("crossover_width", lambda peak, bw, b: round(peak * b / (2 * bw)), "do not round"),
     ("verify_draft", fix_from_p, "not from p"),
     ("verify_draft", bonus_from_the_first_row, "the target's last row"),
     ("verify_draft", every_draft_kept, "every draft is kept"),
