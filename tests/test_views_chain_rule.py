@@ -139,3 +139,23 @@ def test_joint_vs_product_needs_two_panels():
     with pytest.raises(ValueError, match="two panels"):
         draw_joint_vs_product(ax, JOINT, PRODUCT, ["new", "san"], ["york", "diego"])
     plt.close(fig)
+
+
+def test_joint_vs_product_can_label_only_the_allowed_pairs(two_axes):
+    draw_joint_vs_product(two_axes, JOINT, PRODUCT, ["new", "san"], ["york", "diego"], label="allowed")
+    assert [t.get_text() for t in two_axes[0].texts] == ["0.2000", "0.3000"]  # the two outlined cells only
+    assert [t.get_text() for t in two_axes[1].texts] == ["0.1000", "0.1500"]
+    assert "valid mass 0.2500" in two_axes[1].get_title()  # the shading shows the rest; the title still sums it
+
+
+def test_joint_vs_product_says_what_both_panels_are_given(two_axes):
+    figure = two_axes[0].figure
+    draw_joint_vs_product(two_axes, JOINT, PRODUCT, ["new", "san"], ["york", "diego"])
+    assert figure._suptitle is None  # nothing given: no title over the two
+    draw_joint_vs_product(two_axes, JOINT, PRODUCT, ["new", "san"], ["york", "diego"], given="the visible words")
+    assert figure._suptitle.get_text() == "Every probability given the visible words"
+
+
+def test_joint_vs_product_refuses_an_unknown_label(two_axes):
+    with pytest.raises(ValueError, match="label must be 'all'"):
+        draw_joint_vs_product(two_axes, JOINT, PRODUCT, ["new", "san"], ["york", "diego"], label="some")

@@ -58,14 +58,27 @@ def draw_exact_vs_sampled(ax, labels: Sequence[str], exact, sampled, std_err, n_
     ax.legend(loc="lower right", fontsize=8)
 
 
-def draw_joint_vs_product(axes, joint, product, row_labels: Sequence[str], col_labels: Sequence[str]) -> None:
+def draw_joint_vs_product(
+    axes,
+    joint,
+    product,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    label: str = "all",
+    given: str | None = None,
+) -> None:
     """Two heatmaps of the same pair of positions on one grey scale, with one colour bar: the true joint
-    (left) and the product of the two marginals (right). Every cell is labelled with its probability
-    (four decimals, enough for the labels of the outlined cells to add up to the title's valid mass;
-    an empty cell reads "0"), and the cells where the joint is non-zero (the pairs the language allows)
-    are outlined in both, each on its own, inside the cell."""
+    (left) and the product of the two marginals (right). The cells where the joint is non-zero (the pairs
+    the language allows) are outlined in both, each on its own, inside the cell. `label="all"` labels
+    every cell with its probability (four decimals, enough for the labels of the outlined cells to add
+    up to the title's valid mass; an empty cell reads "0"); `label="allowed"` labels only the outlined
+    cells, and the shading alone shows the rest. `given`, if set, names what both panels are conditioned
+    on, in a title over the two."""
     if len(axes) != 2:
         raise ValueError(f"axes must be two panels (truth, all at once), got {len(axes)}")
+    if label not in ("all", "allowed"):
+        raise ValueError(f"label must be 'all' (every cell) or 'allowed' (the outlined cells), got {label!r}")
     shape = (len(row_labels), len(col_labels))
     if 0 in shape:
         raise ValueError("row_labels and col_labels must each name at least one token")
@@ -88,7 +101,11 @@ def draw_joint_vs_product(axes, joint, product, row_labels: Sequence[str], col_l
         ax.grid(False)
         ax.set_title(title, fontsize=10)
         for (i, j), v in np.ndenumerate(grid):
+            if label == "allowed" and not allowed[i, j]:
+                continue
             dark = v >= 0.45 * vmax  # white text where the cell is dark enough to hide black
-            label = f"{v:.4f}" if v > 0 else "0"
-            ax.text(j, i, label, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+            text = f"{v:.4f}" if v > 0 else "0"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     axes[0].figure.colorbar(image, ax=list(axes), label="probability", shrink=0.9)
+    if given is not None:
+        axes[0].figure.suptitle(f"Every probability given {given}", fontsize=11)
