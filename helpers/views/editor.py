@@ -167,7 +167,9 @@ def editor_headline(trained: Sweep, k: int = 16, eta: str = "ReMDM-cap 0.4") -> 
     for base in ("ancestral (MDLM)", "confidence"):
         for name in (base, ("MDLM" if base.startswith("ancestral") else base) + f" + {eta}"):
             r = next(r for r in trained.runs[name] if r.setting == k)
-            label = short(base) + ("" if name == base else f" + {eta}")
+            label = ("MDLM's sampler" if base.startswith("ancestral") else "confidence order") + (
+                "" if name == base else f" + {eta}"
+            )
             lines.append(f"  {label:44s} {100 * r.validity:6.1f} {r.passes.mean():12.1f}")
     return "\n".join(lines)
 

@@ -125,12 +125,13 @@ def draw_three_sources(
     handles += [axes[0].fill_between([], [], color=AR_COLOR, alpha=0.15, lw=0)]
     names = [label for label, _ in shown.values()]
     names += ["exact denoiser (a perfect model)", "trained diffusion model", "the language itself",
-              "the AR model's quality, with its tolerance (validity: above the red line)"]  # fmt: skip
+              "the AR model's quality, with its tolerance (section 5.3; validity: above the red line)"]  # fmt: skip
     fig.legend(handles, names, loc="outside lower center", ncols=4 if len(measures) > 2 else 3, fontsize=9)
     later = "Length and gap are" if "diversity" in measures else "Length is"
     gap = " " if "diversity" in measures else "\n"  # two panels: the title in two lines
-    fig.suptitle(f"Solid: the exact denoiser, a perfect model; dashed: the trained model.{gap}{later} drawn"
-                 " where a setting has 50 or more valid documents", x=0.01, ha="left", fontsize=9)  # fmt: skip
+    fig.suptitle(f"Solid: the exact denoiser, a perfect model; dashed: the trained model (run up to 4 tokens per"
+                 f" pass).{gap}{later} drawn where a setting has 50 or more valid documents", x=0.01, ha="left",
+                 fontsize=9)  # fmt: skip
     return fig
 
 
@@ -254,9 +255,7 @@ def limit_headline(exact: Sweep, trained: Sweep, reference: Run, target: Target,
     validity = {n: tokens_per_pass_at(trained.runs[n], reference, target, ("validity",)) for n in rows}  # as 05
     validity = {n: a for n, a in validity.items() if a.tokens_per_pass is not None}
     best = max(validity, key=lambda n: validity[n].tokens_per_pass)
-    low, high = validity[best].plausible
-    lines.append(f"  {'trained model,':16s} validity alone: {validity[best].tokens_per_pass:.2f} ({short(best)};"
-                 f" bootstrap 95 % range {low:.2f} to {high:.2f})")  # fmt: skip
+    lines.append(f"  {'trained model,':16s} validity alone: {validity[best].tokens_per_pass:.2f} ({short(best)})")
     return "\n".join(lines)
 
 
