@@ -22,7 +22,9 @@ def test_the_roofline_figures_draw_what_they_are_given():
     assert points["decode"][0] == pytest.approx(cost.intensity)
     rows = [(b, 1e-3 * (1 + b / 16), b / 2, 2 * b * 4096**2 / (1e-3 * (1 + b / 16))) for b in (1, 4, 16, 256)]
     fig = views.draw_batch_sweep(rows, ROOFS, 4096, 4096)
-    assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 2
+    assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 3  # measured, the roofline, and the ridge's batch
+    left = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert f"the ridge, at B = {views.ridge_batch(ROOFS, 4096, 4096):.1f}" in left
     fig = views.draw_batch_sweep(rows, ROOFS, 4096, 4096, gpu=h100, gpu_points=points)
     labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
     assert any("measured roofs" in label for label in labels) and any("H100 SXM, bf16" in label for label in labels)
@@ -69,9 +71,13 @@ def test_the_prediction_table_sets_three_bandwidths_beside_the_measurement():
     assert "+5.0 %" in table and "-10.0 %" in table and table.count("\n") == 8 and "20.0 ms" in table
     assert "vs measured" in table  # the sign of the last column is named: predicted / measured - 1
     assert "MBU:      50 % of the STREAM bandwidth" in table and "the faster of copy and triad" in table
-    summary = views.step_summary(step)  # the core's one line: MBU stays in the table, under Going deeper
-    assert "\n" not in summary and "(18.0 GB/s): 21.0 ms against 20.0 ms measured, +5.0 %" in summary
+    summary = views.step_summary(step)  # the core's two labelled lines: MBU stays in the table, under Going deeper
+    predicted, measured = summary.split("\n")
+    assert predicted == "predicted, its bytes at its own GEMVs' 18.0 GB/s: 21.0 ms"
+    assert measured == "measured in section 1: 20.0 ms (the prediction is 5 % above it)"
     assert "MBU" not in summary
+    step.predicted_s = 0.017
+    assert summary != views.step_summary(step) and "(the prediction is 15 % below it)" in views.step_summary(step)
 
 
 def test_the_roofline_panel_names_a_few_batches_on_leader_lines_and_may_add_a_gpu():
@@ -93,3 +99,39 @@ def test_the_roofline_panel_names_a_few_batches_on_leader_lines_and_may_add_a_gp
     with pytest.raises(ValueError, match="rows must hold at least one"):
         views.draw_roofline_panel(ax, [], ROOFS)
     plt.close("all")
+
+
+def test_the_step_sits_on_this_machines_roofline_with_both_regions_named():
+    cost = decode_step_cost("Llama-3-8B", context=512, bytes_per_param=2)
+    roofs = SimpleNamespace(peak_flops=150e9, bandwidth=20e9, ridge=7.5)
+    fig, ax = plt.subplots()
+    views.draw_step_on_roofline(ax, roofs, cost, 1.0)
+    texts = [t.get_text() for t in ax.texts]
+    assert "memory-bound" in texts and "compute-bound" in texts and "section 1's decode step" in texts
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["this CPU, float32 (measured roofs)"]
+    point = [line for line in ax.lines if line.get_marker() == "o"]
+    assert len(point) == 1 and point[0].get_ydata()[0] == pytest.approx(cost.flops)  # FLOPs in one second
+    with pytest.raises(ValueError, match="measured_s must be the step's time"):
+        views.draw_step_on_roofline(ax, roofs, cost, 0.0)
+    plt.close("all")
+
+
+def test_the_ridge_as_a_batch_and_the_batch_summary():
+    # the ridge's batch: the weights' bytes at the memory roof take as long as B vectors' FLOPs at the compute roof
+    ridge_b = views.ridge_batch(ROOFS, 4096, 4096)
+    weights_s, vector_bytes = 4 * 4096**2 / ROOFS.bandwidth, 4 * 8192
+    assert weights_s + ridge_b * vector_bytes / ROOFS.bandwidth == pytest.approx(
+        ridge_b * 2 * 4096**2 / ROOFS.peak_flops
+    )
+    assert ridge_b == pytest.approx(2 * ROOFS.peak_flops / ROOFS.bandwidth, rel=0.01)  # about twice the ridge point
+    slow = SimpleNamespace(peak_flops=1e20, bandwidth=20e9)  # FLOPs take no time: only bytes count
+    assert views.ridge_batch(slow, 4096, 4096) == float("inf")  # never compute-bound
+    rows = [(b, 1e-3 * {1: 1, 2: 2.1, 16: 4.4}.get(b, b), b / 2, 1.0) for b in (1, 2, 4, 16)]
+    lines = views.batch_summary(rows, ROOFS, 4096, 4096).split("\n")
+    assert lines == [
+        f"the ridge, as a batch: B = {ridge_b:.1f}",
+        "B =  2 costs 2.1x B = 1's time (the roofline says 1.0x)",
+        "B = 16 costs 4.4x B = 1's time (16 calls with B = 1: 16x)",
+    ]
+    with pytest.raises(ValueError, match=r"missing \[16\]"):
+        views.batch_summary(rows[:3], ROOFS, 4096, 4096)

@@ -1,7 +1,7 @@
-"""Notebook 04's figures and tables: the batch sweep on this machine's roofline (and, under Going
-deeper, beside a GPU's), the decode step against its prediction, and the width sweep with a GPU's
-projection. The measurements come from helpers.bench and helpers.timing; these functions only lay
-them out."""
+"""Notebook 04's figures and tables: the decode step on this machine's roofline, the batch sweep on
+it (and, under Going deeper, beside a GPU's), the decode step against its prediction, and the width
+sweep with a GPU's projection. The measurements come from helpers.bench and helpers.timing; these
+functions only lay them out."""
 
 from __future__ import annotations
 
@@ -25,6 +25,71 @@ def _log_ticks(ax, values) -> None:
     ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
 
 
+def draw_step_on_roofline(ax, roofs, cost, measured_s: float) -> None:
+    """Section 2: this machine's measured roofline, its two regions named (memory-bound left of the
+    ridge, compute-bound right of it), and one decode step on it: cost (helpers.costs.StepCost) at
+    its FLOPs per byte and the FLOP/s it reached in measured_s seconds."""
+    if not measured_s > 0:
+        raise ValueError(f"measured_s must be the step's time in seconds (> 0), got {measured_s!r}")
+    rate = cost.flops / measured_s
+    plot_roofline(
+        ax,
+        roofs.peak_flops,
+        roofs.bandwidth,
+        points=[(cost.intensity, rate)],
+        label="this CPU, float32 (measured roofs)",
+        point_color=DLLM_COLOR,
+        equal_decades=False,
+    )
+    ax.annotate(
+        "section 1's decode step", (cost.intensity, rate), xytext=(0, -24), textcoords="offset points", fontsize=8,
+        ha="center", va="top", arrowprops=dict(arrowstyle="-", lw=0.6, color=TRUTH_COLOR, shrinkA=0, shrinkB=4),
+    )  # fmt: skip
+    bottom = ax.get_xaxis_transform()  # x in FLOP per byte, y in axes fractions
+    for x, text, align in ((roofs.ridge / 1.3, "memory-bound", "right"), (roofs.ridge * 1.3, "compute-bound", "left")):
+        ax.text(x, 0.06, text, transform=bottom, ha=align, va="bottom", fontsize=9, color=TRUTH_COLOR)
+    ax.set_title("The roofline of this CPU, with one decode step", loc="left", pad=14)
+    ax.legend(loc="upper left", fontsize=8)
+
+
+def ridge_batch(roofs, n_rows: int, n_cols: int) -> float:
+    """The batch B at which y = W x (W n_rows x n_cols, float32) reaches the ridge: where its bytes at
+    the memory roof take as long as its FLOPs at the compute roof. About 2 x the ridge point, since the
+    intensity is about B / 2 for small B."""
+    per_vector = linear_bytes(n_rows, n_cols, 2) - linear_bytes(n_rows, n_cols, 1)  # one more x and y
+    weights = linear_bytes(n_rows, n_cols, 1) - per_vector
+    # the batch where weights / bandwidth + B per_vector / bandwidth = B FLOPs per vector / peak
+    slope = linear_flops(n_rows, n_cols, 1) / roofs.peak_flops - per_vector / roofs.bandwidth
+    if slope <= 0:
+        return float("inf")  # never compute-bound: each vector's own bytes take longer than its FLOPs
+    return weights / roofs.bandwidth / slope
+
+
+def batch_summary(rows: list[tuple[int, float, float, float]], roofs, n_rows: int, n_cols: int) -> str:
+    """Section 3 in three lines: where the ridge lies as a batch (ridge_batch), then B = 2 and B = 16,
+    each as a multiple of B = 1's time: B = 2 beside the roofline's multiple, B = 16 beside 16 calls
+    with one vector. rows as draw_batch_sweep's; they must hold B = 1, 2 and 16."""
+    seconds = {int(r[0]): r[1] for r in rows}
+    missing = {1, 2, 16} - set(seconds)
+    if missing:
+        raise ValueError(f"rows must hold the batches 1, 2 and 16; missing {sorted(missing)}")
+
+    def roof_s(batch):
+        return max(
+            linear_bytes(n_rows, n_cols, batch) / roofs.bandwidth,
+            linear_flops(n_rows, n_cols, batch) / roofs.peak_flops,
+        )
+
+    one = seconds[1]
+    return "\n".join(
+        [
+            f"the ridge, as a batch: B = {ridge_batch(roofs, n_rows, n_cols):.1f}",
+            f"B =  2 costs {seconds[2] / one:.1f}x B = 1's time (the roofline says {roof_s(2) / roof_s(1):.1f}x)",
+            f"B = 16 costs {seconds[16] / one:.1f}x B = 1's time (16 calls with B = 1: 16x)",
+        ]
+    )
+
+
 def draw_batch_sweep(
     rows: list[tuple[int, float, float, float]],
     roofs,
@@ -46,6 +111,9 @@ def draw_batch_sweep(
     fig, (left, right) = new_figure(ncols=2, figsize=(10, 4.2))
     left.plot(b, secs * 1e3, "o-", color=DLLM_COLOR, label="measured")
     left.plot(b, np.array(roof_s) * 1e3, "--", color=TRUTH_COLOR, label="roofline (measured roofs)")
+    ridge_b = ridge_batch(roofs, n_rows, n_cols)
+    if b.min() < ridge_b < b.max():
+        left.axvline(ridge_b, color=TRUTH_COLOR, ls=":", lw=1, label=f"the ridge, at B = {ridge_b:.1f}")
     left.set(xscale="log", yscale="log", xlabel="batch B (vectors per call)", ylabel="ms per call")
     readable_log_ticks(left.yaxis)
     ticks = [v for v in (1, 4, 16, 64, 256, 1024, 4096) if v in b]
@@ -133,7 +201,7 @@ def prediction_table(step, roofs) -> str:
     roofline predicts a faster step than measured), with MBU against STREAM."""
     rows = [
         ("the model's own 49 GEMVs (this step's)", step.gemv.si, step.predicted_s),
-        ("one large GEMV (section 1's memory roof)", roofs.bandwidth, step.predicted_generic_s),
+        ("one large GEMV (section 2's memory roof)", roofs.bandwidth, step.predicted_generic_s),
         (
             "STREAM, the faster of copy and triad",
             roofs.stream_bandwidth,
@@ -153,13 +221,14 @@ def prediction_table(step, roofs) -> str:
 
 
 def step_summary(step) -> str:
-    """Section 4 in one line, after the step's measured time has been printed: the roofline's
-    prediction from the bandwidth of the model's own GEMVs, as predicted / measured - 1 (MBU, against
-    STREAM, is in prediction_table)."""
+    """Section 4 in two labelled lines: the roofline's prediction from the bandwidth of the model's own
+    GEMVs, then the step's measured time (section 1's) and how far the prediction is from it (MBU,
+    against STREAM, is in prediction_table)."""
     error = step.predicted_s / step.measured.si - 1
+    side = "below" if error < 0 else "above"
     return (
-        f"predicted from the model's own GEMVs ({step.bandwidth / 1e9:.1f} GB/s): {step.predicted_s * 1e3:.1f} ms "
-        f"against {step.measured.si * 1e3:.1f} ms measured, {100 * error:+.1f} % (predicted / measured - 1)"
+        f"predicted, its bytes at its own GEMVs' {step.bandwidth / 1e9:.1f} GB/s: {step.predicted_s * 1e3:.1f} ms\n"
+        f"measured in section 1: {step.measured.si * 1e3:.1f} ms (the prediction is {100 * abs(error):.0f} % {side} it)"
     )
 
 
