@@ -70,13 +70,17 @@ def test_the_fit_text_and_figure_separate_fitted_rows_from_checks(rows):
     assert "these rows reach 76-115 % of their typical projection" in text  # in-sample: only their spread
     assert "2 gpt-fast int8 85 %" in text and "13 Fast-dLLM, dual cache 80 %" in text and "14 d3LLM-LLaDA 30 %" in text
     assert "10 LLaDA sampler" not in text.split("not fitted")[1]  # a fitted row is never listed as a check
-    summary = views.fit_summary(rows, fit)  # the core's version: no row numbers, four lines
-    assert summary.count("\n") == 3 and "rows 1" not in summary and "row" not in summary.split("fitted rows")[1]
+    summary = views.fit_summary(rows, fit)  # the core's version: no row numbers, five lines
+    assert summary.count("\n") == 4 and "rows 1" not in summary and "row" not in summary.split("fitted rows")[1]
     assert "typical bandwidth: 60 % of the datasheet, fitted on 6 tuned bf16 AR decoders" in summary
-    assert "typical FLOP/s:    45 % of the datasheet, fitted on 2 uncached LLaDA-8B decoders" in summary
-    assert "the 8 fitted rows reach 76-115 % of their typical projection" in summary
+    # the FLOP/s share names where it was fitted: on any other GPU it is an assumption
+    assert (
+        "typical FLOP/s:    45 % of the datasheet, fitted on 2 uncached LLaDA-8B decoders, on the A100 only" in summary
+    )
+    assert "(below 100 %: slower than projected)" in summary  # which way the percentages point, in words
+    assert "  the 8 fitted rows: 76-115 %" in summary
     last = summary.splitlines()[-1]
-    assert last.startswith("cached LLaDA-8B decoders, outside the fit: Fast-dLLM 74-80 %, d3LLM 30 %")
+    assert last == "  cached LLaDA-8B decoders, not fitted: Fast-dLLM 74-80 %, d3LLM 30 %"
     with pytest.raises(ValueError, match="cached diffusion rows outside the fit"):
         views.fit_summary([r for r in rows if not r.published.cache], fit)
     fig = views.draw_calibration(rows, fit)
@@ -99,6 +103,11 @@ def test_the_claim_figure_and_summary_agree_with_the_latency_model():
     assert len(left_out) == 1 and left_out[0].startswith("Google TPU v5e")
     summary = pass_ratio.claim_summary(points, left_out)
     assert "1.7x (NVIDIA RTX 3090) to 12.7x (Google TPU v6e) faster, 0.97 of min(N, I*_eff) / K" in summary
+    line = pass_ratio.claim_range(pass_ratio.claim_points(1000, steps=(32,))[0])  # the core's one line
+    assert (
+        line == "13 devices, K = 32, typical: the dLLM is 1.7 to 12.7 times faster than AR, each time 0.97 of its bound"
+    )
+    assert "\n" not in line
     assert "K = 256: the dLLM is slower than AR on 9 of 13 devices" in summary
     fig = pass_ratio.draw_claim(points)
     assert len(fig.axes[0].get_xticklabels()) == len(points)
@@ -121,6 +130,8 @@ def test_the_claim_figure_and_summary_agree_with_the_latency_model():
         pass_ratio.claim_points(pair="70B")
     with pytest.raises(ValueError, match="points must be the non-empty list"):
         pass_ratio.claim_summary([], [])
+    with pytest.raises(ValueError, match="points must be the non-empty list"):
+        pass_ratio.claim_range([])
 
 
 def test_the_device_tables_agree_with_the_latency_model():
@@ -152,6 +163,11 @@ def test_the_toy_rates_read_notebook_03s_sweeps():
     assert 0.0 <= rates.best_valid_fast <= 1.0
     text = rates.text()
     assert text.count("\n") == 2 and f"at most {rates.limit:.2f} tokens per pass" in text
+    assert "validity alone (at least 99 % of documents valid), trained model: " in text  # the rule, named
+    core = rates.core_text()  # the core's two lines: no validity-alone rate
+    assert core.count("\n") == 1 and f"at most {rates.limit:.2f} tokens per pass, with the exact conditionals" in core
+    assert "validity alone" not in core and f"{100 * rates.best_valid_fast:.1f} % of documents valid" in core
+    assert ("no strategy matches" in core) == (rates.matched == 0)
     with pytest.raises(ValueError, match="must be the Sweeps of load_sweep"):
         gpu_speed.toy_rates(sweep, None)
 
@@ -166,7 +182,8 @@ def test_the_budget_table_and_the_matched_quality_figure():
     table = gpu_speed.budget_table(ar_seconds, dllm_seconds, {"K = 32": "K = 32"}, n=1000, n_long=4096)
     assert "6.71x" in table and "8.95x" in table and "6.17x" in table
     summary = gpu_speed.budget_summary(ar_seconds, dllm_seconds, {"K = 32": "K = 32"}, n=1000)
-    assert summary.splitlines()[-1].split() == ["K", "=", "32", "7.50", "1.12", "6.71x"]  # no ceiling, no N = 4096
+    assert "AR takes 7.50 s" in summary.splitlines()[0]  # AR's seconds once, in the title
+    assert summary.splitlines()[-1].split() == ["K", "=", "32", "1.12", "6.71x"]  # no ceiling, no N = 4096
     with pytest.raises(ValueError, match="budgets must be a non-empty dict"):
         gpu_speed.budget_summary(ar_seconds, dllm_seconds, {})
     fig = gpu_speed.draw_matched_quality(ar_seconds, dllm_seconds, [("a", ["K = 32"]), ("b", [])], lengths=[32, 64])
@@ -210,6 +227,11 @@ def test_the_budget_table_and_the_matched_quality_figure():
 def test_the_agents_table_and_the_reference_runs(tmp_path):
     table = gpu_speed.agents_table({"AR": 3.8, "dLLM": 2.14}, 10)
     assert "38.0s" in table and "21.4s" in table and table.startswith("projection, typical efficiency")
+    assert "3.80s" in table and "per round" in table and "10 rounds" in table
+    lean = gpu_speed.agents_table({"AR": 3.8, "dLLM": 2.14}, 10, show_per_round=False)  # the core's: one column
+    assert "38.0s" in lean and "3.80s" not in lean and "per round" not in lean
+    with pytest.raises(ValueError, match="show_per_round must be True or False"):
+        gpu_speed.agents_table({"AR": 3.8}, 10, show_per_round="no")
     with pytest.raises(ValueError, match="rounds must be an int >= 1"):
         gpu_speed.agents_table({"AR": 3.8}, 0)
     with pytest.raises(ValueError, match="the seconds of 'AR' must be a finite number > 0"):

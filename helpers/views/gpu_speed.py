@@ -1,8 +1,8 @@
-"""Notebook 05, sections 4 to 6: the toy language's matched rates, the latency budgets at matched
-quality, the matched-quality chart, the agent rounds, and your GPU or the reference runs (sections
-1 to 3 are in views.gpus). Presentation only: the latencies come from helpers.latency through the
-arguments passed in; toy_rates reads notebook 03's sweeps with helpers.matching; your_gpu_text runs
-helpers.bench's own measurements."""
+"""Notebook 05, sections 3 and 4 and a Going deeper: the toy language's matched rates, the latency
+budgets at matched quality, the matched-quality chart, the agent rounds, and your GPU or the
+reference runs (sections 1 and 2 are in views.gpus and views.pass_ratio). Presentation only: the
+latencies come from helpers.latency through the arguments passed in; toy_rates reads notebook 03's
+sweeps with helpers.matching; your_gpu_text runs helpers.bench's own measurements."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from helpers.plotting import AR_COLOR, DLLM_COLOR, new_figure
 from helpers.validation import check_int, check_positive
 from helpers.widgets import readable_log_ticks
 
-# ----------------------------------------------------------------------------- section 4: matched quality
+# ----------------------------------------------------------------------------- section 3: matched quality
 
-VALIDITY_SAMPLER = "threshold (Fast-dLLM)"  # the trained sampler whose rate on validity alone section 4 uses
+VALIDITY_SAMPLER = "threshold (Fast-dLLM)"  # the trained sampler matched on validity alone (Going deeper)
 
 
 @dataclass(frozen=True)
@@ -36,15 +36,32 @@ class ToyRates:
     limit: float  # the most tokens per pass any sampler reaches with the exact conditionals, all three measures
     validity: AtQuality  # the trained threshold sampler matched on validity alone
     best_valid_fast: float  # the highest share of valid documents at 4 or more tokens per pass, trained model
+    validity_asked: float = 0.99  # the validity notebook 03's matching rule asks for (a convention)
 
     def text(self) -> str:
+        """All three lines, for Going deeper: the rate on all three measures, on validity alone, and
+        the best validity at 4 or more tokens per pass."""
         return "\n".join(
             [
                 f"all three measures: at most {self.limit:.2f} tokens per pass, with the exact conditionals (trained "
                 f"model: {self.matched} of notebook 03's {self.samplers} strategies match)",
-                f"validity alone, trained model: {self.validity.range_text} tokens per pass",
+                f"validity alone (at least {100 * self.validity_asked:g} % of documents valid), trained model: "
+                f"{self.validity.range_text} tokens per pass",
                 f"4 or more tokens per pass, trained model: at most {100 * self.best_valid_fast:.1f} % of documents "
                 "valid (any strategy)",
+            ]
+        )
+
+    def core_text(self) -> str:
+        """Two lines, for the core: the rate at the AR model's quality on all three measures (and that
+        only the exact conditionals reach it, if so), and the best validity at 4 or more tokens per pass."""
+        trained = "no strategy matches" if self.matched == 0 else f"{self.matched} of {self.samplers} strategies match"
+        return "\n".join(
+            [
+                f"the AR model's quality, all three measures: at most {self.limit:.2f} tokens per pass, with the exact "
+                f"conditionals (trained model: {trained})",
+                f"the trained model at 4 or more tokens per pass: at most {100 * self.best_valid_fast:.1f} % of "
+                "documents valid",
             ]
         )
 
@@ -67,6 +84,7 @@ def toy_rates(sweep, exact) -> ToyRates:
         limit=max(r for r in limits if r is not None),
         validity=tokens_per_pass_at(sweep.runs[VALIDITY_SAMPLER], sweep.ar, target, ("validity",)),
         best_valid_fast=float(max(fast)),
+        validity_asked=target.validity,
     )
 
 
@@ -103,22 +121,23 @@ def budget_table(ar_seconds, dllm_seconds, budgets: dict, n: int = 1000, n_long:
 
 
 def budget_summary(ar_seconds, dllm_seconds, budgets: dict, n: int = 1000) -> str:
-    """budget_table's first columns only: AR and dLLM seconds for N tokens under each pass budget, and
-    AR / dLLM, all typical. ar_seconds(n), dllm_seconds(n, budget) as in draw_matched_quality."""
+    """budget_table's first columns only, for the core: AR's seconds for N tokens once, in the title,
+    then the dLLM's seconds under each pass budget and AR / dLLM, all typical. ar_seconds(n),
+    dllm_seconds(n, budget) as in draw_matched_quality."""
     if not callable(ar_seconds) or not callable(dllm_seconds):
         raise ValueError("ar_seconds and dllm_seconds must be callables returning seconds for N tokens")
     if not isinstance(budgets, dict) or not budgets:
         raise ValueError(f"budgets must be a non-empty dict {{label: budget}}, got {budgets!r:.80}")
     n = check_int(n, "n", 1)
     width = max(len(str(label)) for label in budgets)
-    lines = [
-        f"projected, typical, N = {n} (AR / dLLM above 1: the dLLM is faster)",
-        f"{'pass budget':{width}s} {'AR (s)':>7s} {'dLLM (s)':>9s} {'AR / dLLM':>10s}",
-    ]
     ar = ar_seconds(n)
+    lines = [
+        f"projected, typical, N = {n}: AR takes {ar:.2f} s (AR / dLLM above 1: the dLLM is faster)",
+        f"{'pass budget':{width}s} {'dLLM (s)':>9s} {'AR / dLLM':>10s}",
+    ]
     for label, budget in budgets.items():
         d = dllm_seconds(n, budget)
-        lines.append(f"{label:{width}s} {ar:7.2f} {d:9.2f} {ar / d:9.2f}x")
+        lines.append(f"{label:{width}s} {d:9.2f} {ar / d:9.2f}x")
     return "\n".join(lines)
 
 
@@ -187,25 +206,32 @@ def draw_matched_quality(ar_seconds, dllm_seconds, panels, lengths=None, device:
     return fig
 
 
-# ----------------------------------------------------------------------------- section 5: agents
+# ----------------------------------------------------------------------------- section 4: agents
 
 
-def agents_table(per_round: dict, rounds: int, title: str = "projection, typical efficiency") -> str:
-    """Seconds per round and for the whole task (rounds x per round) of each decoder, under `title`."""
+def agents_table(
+    per_round: dict, rounds: int, title: str = "projection, typical efficiency", show_per_round: bool = True
+) -> str:
+    """Seconds for the whole task (rounds x per round) of each decoder, and per round unless
+    show_per_round is False, under `title`."""
     rounds = check_int(rounds, "rounds", 1)
     if not isinstance(title, str):
         raise ValueError(f"title must be a str, got {title!r}")
+    if not isinstance(show_per_round, bool):
+        raise ValueError(f"show_per_round must be True or False, got {show_per_round!r}")
     if not isinstance(per_round, dict) or not per_round:
         raise ValueError(f"per_round must be a non-empty dict {{decoder: seconds per round}}, got {per_round!r:.80}")
     width = max(40, max(len(str(k)) for k in per_round))
-    lines = [title, f"{'decoder':{width}s} {'per round':>10s} {'whole task':>11s}"]
+    head = f"{'per round':>10s} " if show_per_round else ""
+    lines = [title, f"{'decoder':{width}s} {head}{f'{rounds} rounds':>11s}"]
     for name, seconds in per_round.items():
         seconds = check_positive(seconds, f"the seconds of {name!r}")
-        lines.append(f"{name:{width}s} {seconds:9.2f}s {rounds * seconds:10.1f}s")
+        each = f"{seconds:9.2f}s " if show_per_round else ""
+        lines.append(f"{name:{width}s} {each}{rounds * seconds:10.1f}s")
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- section 6: your GPU, reference runs
+# ----------------------------------------------------------------------------- Going deeper: your GPU, reference runs
 
 
 def your_gpu_text(device, folder) -> str:
@@ -224,7 +250,11 @@ def your_gpu_text(device, folder) -> str:
 
     roofs = measure_machine(device, settings=QUICK)
     runs = eager_and_graph(device, list(gpu_shapes()), roofs=roofs, repeat=20)
-    result = {"command": "notebook 05, section 6", "machine": machine_summary(device), "roofs": as_json(roofs)}
+    result = {
+        "command": "notebook 05, Going deeper: your GPU, measured",
+        "machine": machine_summary(device),
+        "roofs": as_json(roofs),
+    }
     result |= {"decode": as_json(runs[1].step), "graphs": [as_json(run) for run in runs]}  # [1]: GPT-2 small
     return reference_summary(result)
 

@@ -1,7 +1,7 @@
-"""Notebook 05's tables and figures for sections 1 and 2 and their "Going deeper": launch overhead,
+"""Notebook 05's tables and figures for section 1 and its "Going deeper" sections: launch overhead,
 the typical efficiencies and what they are fitted on (a short summary for the core, the figure and
-numbered table for Going deeper), and the one published head-to-head (section 3's pass-ratio claim
-and the devices' datasheets are in views.pass_ratio, sections 4 to 6 in views.gpu_speed).
+numbered table for Going deeper), and the one published head-to-head (section 2's pass-ratio claim
+and the devices' datasheets are in views.pass_ratio, sections 3 and 4 and your GPU in views.gpu_speed).
 
 Presentation only: every number is computed by the helpers the notebook names (helpers.costs,
 helpers.latency, helpers.calibration, helpers.bench) from the arguments passed in; these functions
@@ -42,7 +42,7 @@ def _rows(rows) -> list[CalibrationRow]:
     return list(rows)
 
 
-# ----------------------------------------------------------------------------- section 1: launches
+# ----------------------------------------------------------------------------- Going deeper: launches
 
 
 def _launch_floors(shapes: dict, hardware, context: int, launch_s, kernel_s):
@@ -123,7 +123,7 @@ def launch_summary(
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- section 2: calibration
+# ----------------------------------------------------------------------------- section 1: calibration
 
 
 def short_system(published) -> str:
@@ -182,7 +182,7 @@ def _row_label(i: int, row: CalibrationRow) -> str:
 def fit_text(rows, fit) -> str:
     """Where the typical efficiencies come from, by the row numbers of calibration_text (the rows they
     are fitted on, with what those reach of their ceiling) and how the rows outside the fit compare
-    with their typical projection (fit_summary: the same in four lines, without row numbers)."""
+    with their typical projection (fit_summary: the same in five lines, without row numbers)."""
     rows, fit = _rows(rows), _fit(fit)
     fitted = set(fit.bandwidth_rows) | set(fit.compute_rows)
 
@@ -212,12 +212,14 @@ def fit_text(rows, fit) -> str:
 
 
 def fit_summary(rows, fit) -> str:
-    """fit_text in four lines, without row numbers: each typical efficiency with the kind and number
-    of rows it is fitted on, the spread those rows reach of their typical projection, and what the
-    cached diffusion decoders outside the fit reach of theirs, system by system."""
+    """fit_text in five lines, without row numbers: each typical efficiency with the kind and number
+    of rows it is fitted on (and, for the FLOP/s, the GPUs those rows ran on), then published speed
+    over typical projection, read in words: the spread of the fitted rows, and what the cached
+    diffusion decoders outside the fit reach, system by system."""
     rows, fit = _rows(rows), _fit(fit)
     fitted = sorted(set(fit.bandwidth_rows) | set(fit.compute_rows))
     reached = [100 * rows[i - 1].reached_typical for i in fitted]
+    compute_gpus = sorted({short_device(rows[i - 1].published.device) for i in fit.compute_rows})
     cached = {}  # system -> what its rows reach of their typical projection, in %
     for i, row in enumerate(rows, 1):
         p = row.published
@@ -236,11 +238,10 @@ def fit_summary(rows, fit) -> str:
             f"typical bandwidth: {100 * TYPICAL_BANDWIDTH_EFFICIENCY:.0f} % of the datasheet, fitted on "
             f"{len(fit.bandwidth_rows)} tuned bf16 AR decoders",
             f"typical FLOP/s:    {100 * TYPICAL_COMPUTE_EFFICIENCY:.0f} % of the datasheet, fitted on "
-            f"{len(fit.compute_rows)} uncached LLaDA-8B decoders",
-            f"the {len(fitted)} fitted rows reach {span(reached)} of their typical projection: their spread",
-            "cached LLaDA-8B decoders, outside the fit: "
-            + ", ".join(f"{name} {span(values)}" for name, values in cached.items())
-            + " of their typical projection",
+            f"{len(fit.compute_rows)} uncached LLaDA-8B decoders, on the {' and '.join(compute_gpus)} only",
+            "published speed / typical projection (below 100 %: slower than projected):",
+            f"  the {len(fitted)} fitted rows: {span(reached)}",
+            "  cached LLaDA-8B decoders, not fitted: " + ", ".join(f"{n} {span(v)}" for n, v in cached.items()),
         ]
     )
 

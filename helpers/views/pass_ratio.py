@@ -1,6 +1,7 @@
-"""Notebook 05, section 3: does the pass ratio set latency on a GPU? Why an uncached pass is
-compute-bound (ridge_text), the devices' ridge points (hardware_text), the claim on every device
-(table, points, summary and figure) and what a block cache changes.
+"""Notebook 05, section 2: does the pass ratio set latency on a GPU? Why an uncached pass is
+compute-bound (ridge_text), the claim on every device in one line for the core (claim_range), and
+for Going deeper the devices' ridge points (hardware_text), the claim on every device (table,
+points, summary and figure) and what a block cache changes.
 
 Presentation only: every number is computed by helpers.latency and helpers.costs from the arguments
 passed in; these functions lay the numbers out."""
@@ -145,6 +146,21 @@ def claim_summary(points, left_out, n: int = 1000) -> str:
         lines.append(f"K = {k}: the dLLM is slower than AR on {slower} of {len(points)} devices")
     lines += [f"left out, {why}" for why in left_out]
     return "\n".join(lines)
+
+
+def claim_range(points) -> str:
+    """claim_points in one line, for the core: on how many devices, the range of the first K's
+    AR / dLLM ratios (typical), and how close they come to the bound min(N, I*_eff) / K."""
+    if not isinstance(points, list) or not points:
+        raise ValueError(f"points must be the non-empty list claim_points() returns, got {points!r:.80}")
+    k = next(iter(points[0]["ratio"]))
+    ratios = [p["ratio"][k] for p in points]
+    closeness = sorted({round(p["ratio"][k] / p["bound"][k], 2) for p in points})
+    close = f"{closeness[0]:.2f}" if len(closeness) == 1 else f"{closeness[0]:.2f} to {closeness[-1]:.2f}"
+    return (
+        f"{len(points)} devices, K = {k}, typical: the dLLM is {min(ratios):.1f} to {max(ratios):.1f} times faster "
+        f"than AR, each time {close} of its bound"
+    )
 
 
 def ridge_text(n: int, steps: int, hardware, model: str = "LLaDA-8B") -> str:
