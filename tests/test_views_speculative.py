@@ -19,9 +19,11 @@ from helpers.toylang import LANG
 from helpers.views.speculative import (
     DRAFTER_STYLE,
     MODEL_DRAFTERS,
+    alpha_check_text,
     draw_acceptance,
     draw_closing_picture,
     end_effect_text,
+    matched_count_text,
     prediction_text,
     quality_text,
     time_lost_text,
@@ -68,10 +70,10 @@ def test_the_time_lost_adds_up_to_the_total_and_names_the_largest_part():
 def test_the_prediction_table_shows_the_model_drafters_at_gamma_4():
     lines = prediction_text(load()).splitlines()
     assert len(lines) == 3 + len(MODEL_DRAFTERS) and "tokens per target pass, gamma = 4" in lines[0]
-    assert lines[1].split() == ["drafter", "predicted", "measured", "formula", "chain", "measured"]
+    assert lines[1].split() == ["drafter", "1st", "draft", "formula", "chain", "measured"]  # one alpha: predicted
     assert not any(line.startswith("the language itself") for line in lines)
     small = next(line for line in lines if line.startswith("small AR drafter"))
-    assert small.split()[-5:] == ["0.989", "0.991", "4.89", "4.51", "4.51"]
+    assert small.split()[-4:] == ["0.989", "4.89", "4.51", "4.51"]
     one_pass = next(line for line in lines if line.startswith("diffusion, one pass "))
     assert one_pass.split()[-3:] == ["4.75", "3.21", "3.21"]
     assert lines[-1].endswith("alpha of its 1st to 4th drafted token 0.97, 0.72, 0.57, 0.44")
@@ -86,6 +88,16 @@ def test_the_prediction_table_takes_any_gamma_and_drafter_and_refuses_others():
             prediction_text(load(), drafters=wrong)
 
 
+def test_the_alpha_check_sets_the_prediction_beside_the_measurement_and_its_standard_error():
+    lines = alpha_check_text(load()).splitlines()
+    assert lines[0].split()[1:4] == ["predicted", "measured", "±"] and "1st draft" in lines[0]
+    assert [line.split("  ")[0] for line in lines[1:]] == [DRAFTER_STYLE[n][0] for n in DRAFTERS]
+    small = next(line for line in lines if line.startswith("small AR drafter"))
+    assert small.split()[-3:] == ["0.989", "0.991", "0.0015"]  # 3700-odd first drafts: sqrt(a (1 - a) / n)
+    with pytest.raises(ValueError, match="drafters must be a non-empty list"):
+        alpha_check_text(load(), drafters=[BROKEN])
+
+
 def test_the_end_effect_table_keeps_every_drafter():
     lines = end_effect_text(load(), gamma=8).splitlines()
     assert [line.split("  ")[0] for line in lines[3:]] == [DRAFTER_STYLE[n][0] for n in DRAFTERS]
@@ -94,14 +106,15 @@ def test_the_end_effect_table_keeps_every_drafter():
 
 
 def test_the_acceptance_figure_draws_each_drafter_alike_in_both_panels():
-    fig, axes = plt.subplots(1, 2)
+    fig, axes = plt.subplots(1, 2, layout="constrained")
     draw_acceptance(axes, load())
     left, right = axes
     keys = {h.get_label(): h for h in left.get_legend().legend_handles}
     assert keys["markers: measured"].get_linestyle() == "None"
     assert keys["solid: the chain"].get_linestyle() == "-"
-    assert keys["dotted: the formula (one for both diffusion drafters)"].get_linestyle() == ":"
-    named = {h.get_label(): h for h in right.get_legend().legend_handles}
+    assert keys["dotted: the formula"].get_linestyle() == ":"
+    assert right.get_legend() is None and len(fig.legends) == 1, "one legend names the drafters of both panels"
+    named = {h.get_label(): h for h in fig.legends[0].legend_handles}
     assert list(named) == [DRAFTER_STYLE[n][0] for n in MODEL_DRAFTERS]  # the language is not in the core figure
     for name in MODEL_DRAFTERS:
         label, color, marker = DRAFTER_STYLE[name]
@@ -112,6 +125,26 @@ def test_the_acceptance_figure_draws_each_drafter_alike_in_both_panels():
     assert named["diffusion, left to right"].get_markerfacecolor() == "none"
     assert not right.child_axes, "no inset: the drafters near alpha = 1 are read from the table"
     assert len(left.lines) == 3 * len(MODEL_DRAFTERS)  # per drafter: the formula, the chain, the measurement
+    plt.close(fig)
+
+
+def test_drafters_with_the_same_formula_share_its_dotted_line_in_each_ones_colour():
+    data = load()
+    fig, axes = plt.subplots(1, 2)
+    draw_acceptance(axes, data)
+    formula = data["predicted"][MODEL_DRAFTERS[1]]["formula"]  # the two diffusion drafters share their alpha
+    assert formula == data["predicted"][MODEL_DRAFTERS[2]]["formula"]
+    shared = [line for line in axes[0].lines if list(line.get_ydata()) == list(formula)]
+    assert sorted(line.get_color() for line in shared) == sorted(DRAFTER_STYLE[n][1] for n in MODEL_DRAFTERS[1:])
+    offsets = [line._unscaled_dash_pattern[0] for line in shared]  # (offset, (on, off)): dots interleaved
+    gaps = {line._unscaled_dash_pattern[1] for line in shared}
+    assert len(set(offsets)) == 2 and len(gaps) == 1, "each colour's dots between the other's, not one over the other"
+    own = [
+        line
+        for line in axes[0].lines
+        if list(line.get_ydata()) == list(data["predicted"][MODEL_DRAFTERS[0]]["formula"])
+    ]
+    assert len(own) == 1 and own[0]._unscaled_dash_pattern[1] == (1.0, 1.0)  # alone: plain dots
     plt.close(fig)
 
 
@@ -145,8 +178,8 @@ def test_the_closing_picture_keys_samplers_and_drafters_in_two_legends():
     fig, axes = plt.subplots(1, 3, layout="constrained")
     draw_closing_picture(axes, data, sweep, target_from(sweep.ar))
     samplers, speculative = fig.legends
-    assert [t.get_text() for t in samplers.get_texts()] == [STYLE[n][0] for n in MAIN]
-    assert "notebook 03" in samplers.get_title().get_text()
+    assert [t.get_text() for t in samplers.get_texts()] == [f"{len(MAIN)} samplers, every setting"]  # one grey key
+    assert "notebook 03" in samplers.get_title().get_text() and "trained model" in samplers.get_title().get_text()
     assert [t.get_text() for t in speculative.get_texts()] == [
         "AR alone",
         *(DRAFTER_STYLE[n][0] for n in MODEL_DRAFTERS),
@@ -157,6 +190,21 @@ def test_the_closing_picture_keys_samplers_and_drafters_in_two_legends():
     assert sizes == {9}, "the drafters' keys at one size, not nested as in the panels"
     for ax in axes:  # each panel: the samplers' lines, the AR model's star and one marker per drafter
         assert len(ax.lines) == len(MAIN) + 1 + len(MODEL_DRAFTERS)
+    validity = axes[0]  # read as valid %, like section 2's table, the most valid at the top
+    assert "valid documents (%" in validity.get_ylabel() and validity.yaxis_inverted()
+    assert [t.get_text() for t in validity.get_yticklabels()] == ["99.9", "99", "90", "0"]
     plt.close(fig)
     with pytest.raises(ValueError, match="drafters must be a non-empty list"):
         draw_closing_picture(axes, data, sweep, target_from(sweep.ar), drafters=[BROKEN])
+
+
+def test_the_matched_count_finds_every_drafter_inside_and_no_diffusion_setting():
+    data, sweep = load(), load_sweep()
+    text = matched_count_text(data, sweep, target_from(sweep.ar))
+    settings = sum(len(sweep.runs[n]) for n in MAIN)
+    assert text == (
+        f"inside all three bands: speculative decoding, 3 of 3 drafters; "
+        f"masked diffusion on the trained model, 0 of {settings} settings"
+    )
+    with pytest.raises(ValueError, match="drafters must be a non-empty list"):
+        matched_count_text(data, sweep, target_from(sweep.ar), drafters=[BROKEN])
