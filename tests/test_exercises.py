@@ -401,6 +401,28 @@ def test_the_step_check_compares_with_a_measurement(capsys):
     assert "more than 30 % off; your formula is right" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    "name, attempt",
+    [
+        ("predicted_step_seconds", lambda w, kv, bw: w / bw),
+        ("predicted_step_seconds", lambda w, kv, bw: 2 * (w + kv) / bw),
+        ("crossover_width", lambda peak, bw, b: peak * b / bw),
+        ("crossover_width", lambda peak, bw, b: peak * b / (4 * bw)),
+    ],
+)
+def test_a_roofline_failure_never_prints_the_expected_value(name, attempt, capsys):
+    # a learner who sees the answer can match a factor of 2 without deriving it
+    from helpers.exercises import roofline
+
+    case = (roofline.STEP_CASES if name == "predicted_step_seconds" else roofline.WIDTH_CASES)[0][1:]
+    expected = getattr(solutions, name)(*case)
+    passed, out = report_of(CHECKS[name][1], attempt, capsys)
+    assert not passed and out.startswith(f"✗ {name}: ")
+    scaled = 1e3 * expected if name == "predicted_step_seconds" else expected  # ms; positions
+    for shown in {f"{expected:.4g}", f"{expected:.3g}", f"{scaled:.1f}", f"{scaled:.0f}"}:
+        assert shown not in out, out
+
+
 # ------------------------------------------------------------------ the exercises in the notebooks
 def cells(notebook: str) -> list[dict]:
     return json.loads((NOTEBOOKS / f"{notebook}.ipynb").read_text())["cells"]
