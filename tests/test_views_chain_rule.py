@@ -156,6 +156,15 @@ def test_joint_vs_product_says_what_both_panels_are_given(two_axes):
     assert figure._suptitle.get_text() == "Every probability given the visible words"
 
 
+def test_joint_vs_product_has_a_key_for_the_outlines(two_axes):
+    draw_joint_vs_product(two_axes, JOINT, PRODUCT, ["new", "san"], ["york", "diego"], label="allowed")
+    (entry,) = two_axes[1].get_legend().get_texts()  # one key, over the right panel
+    assert entry.get_text() == "outlined: a whole city"
+    (handle,) = two_axes[1].get_legend().legend_handles
+    assert handle.get_edgecolor() == two_axes[1].patches[0].get_edgecolor()  # drawn like the outlines
+    assert len(two_axes[1].patches) == 2  # the key adds no outline to the panel
+
+
 def test_joint_vs_product_refuses_an_unknown_label(two_axes):
     with pytest.raises(ValueError, match="label must be 'all'"):
         draw_joint_vs_product(two_axes, JOINT, PRODUCT, ["new", "san"], ["york", "diego"], label="some")

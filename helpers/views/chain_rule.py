@@ -13,6 +13,7 @@ from helpers.plotting import ACCENT_COLOR, AR_COLOR, TRUTH_COLOR
 
 LABEL_WIDTH = 26  # characters per line of a sentence label; longer ones wrap onto a second line
 OUTLINE = 0.86  # side of the outline of an allowed pair, in cells
+OUTLINE_KEY = "outlined: a whole city"  # the key's entry for the outlines (the pairs the language allows)
 
 
 def _probabilities(name: str, values, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -73,8 +74,8 @@ def draw_joint_vs_product(
     the language allows) are outlined in both, each on its own, inside the cell. `label="all"` labels
     every cell with its probability (four decimals, enough for the labels of the outlined cells to add
     up to the title's valid mass; an empty cell reads "0"); `label="allowed"` labels only the outlined
-    cells, and the shading alone shows the rest. `given`, if set, names what both panels are conditioned
-    on, in a title over the two."""
+    cells, and the shading alone shows the rest. A key over the right panel says what the outlines mean
+    (OUTLINE_KEY). `given`, if set, names what both panels are conditioned on, in a title over the two."""
     if len(axes) != 2:
         raise ValueError(f"axes must be two panels (truth, all at once), got {len(axes)}")
     if label not in ("all", "allowed"):
@@ -107,5 +108,7 @@ def draw_joint_vs_product(
             text = f"{v:.4f}" if v > 0 else "0"
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     axes[0].figure.colorbar(image, ax=list(axes), label="probability", shrink=0.9)
+    key = plt.Rectangle((0, 0), 1, 1, fill=False, edgecolor=ACCENT_COLOR, linewidth=2, label=OUTLINE_KEY)
+    axes[1].legend(handles=[key], loc="lower right", bbox_to_anchor=(1.0, 1.06), fontsize=9, frameon=False)
     if given is not None:
         axes[0].figure.suptitle(f"Every probability given {given}", fontsize=11)
