@@ -135,3 +135,23 @@ def test_the_ridge_as_a_batch_and_the_batch_summary():
     ]
     with pytest.raises(ValueError, match=r"missing \[16\]"):
         views.batch_summary(rows[:3], ROOFS, 4096, 4096)
+
+
+def test_a_disturbed_step_is_flagged_where_the_step_is_read():
+    steady = Measurement.from_samples([0.030, 0.031, 0.032, 0.033, 0.034], "s")  # IQR 2 ms of a 32 ms median
+    assert views.disturbance(steady) == ""
+    assert views.step_line(steady) == f"one decode step: {steady}"  # one line, no flag
+    busy = Measurement.from_samples([0.10, 0.30, 0.40, 0.60, 0.70], "s")  # IQR 300 ms of a 400 ms median
+    flag = "this run looks disturbed (IQR 75 % of the median): rerun from section 1 on a quiet machine"
+    assert views.disturbance(busy) == flag
+    assert views.step_line(busy).split("\n") == [f"one decode step: {busy}", flag]
+    edge = Measurement(value=0.04, unit="s", spread=0.01)  # exactly a quarter: still steady
+    assert views.disturbance(edge) == "" and views.DISTURBED_IQR == 0.25
+    assert views.disturbance(Measurement(value=0.04, unit="s", spread=0.0101)) != ""
+    cost = decode_step_cost("Llama-3-8B", context=512, bytes_per_param=2)
+    step = SimpleNamespace(measured=steady, predicted_s=0.030, bandwidth=18e9, cost=cost)
+    assert views.step_summary(step).count("\n") == 1  # steady: the two labelled lines only
+    step.measured = busy
+    assert views.step_summary(step).split("\n")[-1] == flag  # section 4's lines carry the flag
+    with pytest.raises(ValueError, match="positive measurement"):
+        views.disturbance(Measurement(value=0.0, unit="s", spread=0.0))

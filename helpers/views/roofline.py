@@ -1,7 +1,7 @@
 """Notebook 04's figures and tables: the decode step on this machine's roofline, the batch sweep on
-it (and, under Going deeper, beside a GPU's), the decode step against its prediction, and the width
-sweep with a GPU's projection. The measurements come from helpers.bench and helpers.timing; these
-functions only lay them out."""
+it (and, under Going deeper, beside a GPU's), the decode step against its prediction, the width
+sweep with a GPU's projection, and a flag for a step timed on a busy machine. The measurements come
+from helpers.bench and helpers.timing; these functions only lay them out."""
 
 from __future__ import annotations
 
@@ -220,16 +220,38 @@ def prediction_table(step, roofs) -> str:
     return "\n".join(lines)
 
 
+DISTURBED_IQR = 0.25  # a step whose IQR exceeds this share of its median was timed on a busy machine
+
+
+def disturbance(measured) -> str:
+    """One line flagging a disturbed timing, or "" for a steady one: measured (a Measurement, e.g.
+    section 1's step) is disturbed when its IQR exceeds DISTURBED_IQR of its median. Sections 4 and 5
+    read their numbers against section 1's step, so a disturbed step can flip their conclusions."""
+    if not measured.value > 0:
+        raise ValueError(f"measured must be a positive measurement, got {measured!r}")
+    share = measured.spread / measured.value
+    if share <= DISTURBED_IQR:
+        return ""
+    return f"this run looks disturbed (IQR {100 * share:.0f} % of the median): rerun from section 1 on a quiet machine"
+
+
+def step_line(measured) -> str:
+    """Section 1's line: one decode step's median and IQR, then disturbance's line if it has one."""
+    return "\n".join(line for line in (f"one decode step: {measured}", disturbance(measured)) if line)
+
+
 def step_summary(step) -> str:
     """Section 4 in two labelled lines: the roofline's prediction from the bandwidth of the model's own
     GEMVs, then the step's measured time (section 1's) and how far the prediction is from it (MBU,
-    against STREAM, is in prediction_table)."""
+    against STREAM, is in prediction_table); a third line if section 1's step looks disturbed."""
     error = step.predicted_s / step.measured.si - 1
-    side = "below" if error < 0 else "above"
-    return (
-        f"predicted, its bytes at its own GEMVs' {step.bandwidth / 1e9:.1f} GB/s: {step.predicted_s * 1e3:.1f} ms\n"
-        f"measured in section 1: {step.measured.si * 1e3:.1f} ms (the prediction is {100 * abs(error):.0f} % {side} it)"
-    )
+    gap = f"{100 * abs(error):.0f} % {'below' if error < 0 else 'above'}"
+    lines = [
+        f"predicted, its bytes at its own GEMVs' {step.bandwidth / 1e9:.1f} GB/s: {step.predicted_s * 1e3:.1f} ms",
+        f"measured in section 1: {step.measured.si * 1e3:.1f} ms (the prediction is {gap} it)",
+        disturbance(step.measured),
+    ]
+    return "\n".join(line for line in lines if line)
 
 
 def draw_width_sweep(ax, passes, crossover: float, gpu: dict | None = None) -> None:
