@@ -112,7 +112,9 @@ def test_the_acceptance_figure_draws_each_drafter_alike_in_both_panels():
     keys = {h.get_label(): h for h in left.get_legend().legend_handles}
     assert keys["markers: measured"].get_linestyle() == "None"
     assert keys["solid: the chain"].get_linestyle() == "-"
-    assert keys["dotted: the formula"].get_linestyle() == ":"
+    formula = keys["dotted: the formula\n(one line for both diffusion drafters)"]  # their dotted lines coincide
+    assert formula.get_linestyle() == ":"
+    assert "given every draft before it was kept" in right.get_ylabel(), "alpha_i is conditional on the drafts before"
     assert right.get_legend() is None and len(fig.legends) == 1, "one legend names the drafters of both panels"
     named = {h.get_label(): h for h in fig.legends[0].legend_handles}
     assert list(named) == [DRAFTER_STYLE[n][0] for n in MODEL_DRAFTERS]  # the language is not in the core figure
@@ -145,6 +147,10 @@ def test_drafters_with_the_same_formula_share_its_dotted_line_in_each_ones_colou
         if list(line.get_ydata()) == list(data["predicted"][MODEL_DRAFTERS[0]]["formula"])
     ]
     assert len(own) == 1 and own[0]._unscaled_dash_pattern[1] == (1.0, 1.0)  # alone: plain dots
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2)
+    draw_acceptance(axes, data, drafters=MODEL_DRAFTERS[:2])  # no two share a formula: the key says nothing more
+    assert [t.get_text() for t in axes[0].get_legend().get_texts()][-1] == "dotted: the formula"
     plt.close(fig)
 
 
@@ -192,6 +198,7 @@ def test_the_closing_picture_keys_samplers_and_drafters_in_two_legends():
         assert len(ax.lines) == len(MAIN) + 1 + len(MODEL_DRAFTERS)
     validity = axes[0]  # read as valid %, like section 2's table, the most valid at the top
     assert "valid documents (%" in validity.get_ylabel() and validity.yaxis_inverted()
+    assert "invalid\nshare (100 - valid) on a log scale" in validity.get_ylabel(), "the log axis says what it is"
     assert [t.get_text() for t in validity.get_yticklabels()] == ["99.9", "99", "90", "0"]
     plt.close(fig)
     with pytest.raises(ValueError, match="drafters must be a non-empty list"):

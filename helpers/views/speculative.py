@@ -113,17 +113,28 @@ def _drafter_marker(name: str) -> dict:
     return dict(marker=marker, color=color, mfc=color if name == DRAFTERS[0] else "none", mec=color, mew=1.5)
 
 
+def _shared_note(shared: list[str]) -> str:
+    """The formula key's note on drafters whose dotted lines coincide: one line for them."""
+    if not shared:
+        return ""
+    if set(shared) == {DRAFTERS[2], DRAFTERS[3]}:
+        return "\n(one line for both diffusion drafters)"
+    return "\n(one line for " + "; ".join(DRAFTER_STYLE[n][0] for n in shared) + ")"
+
+
 def draw_acceptance(axes, data: dict, drafters=MODEL_DRAFTERS) -> None:
     """Left: tokens per target pass against gamma, measured (markers) and predicted (the chain:
-    solid; the formula: dotted). Right: alpha of the i-th drafted token of a round (predicted).
-    Every drafter keeps one colour and one marker in both panels, named in one legend below them;
-    the left panel's legend says what markers and lines are. Drafters with the same formula (the
-    two diffusion drafters share their alpha) share one dotted line, its dots in each one's colour."""
+    solid; the formula: dotted). Right: alpha of the i-th drafted token of a round, given that every
+    draft before it was kept (predicted). Every drafter keeps one colour and one marker in both
+    panels, named in one legend below them; the left panel's legend says what markers and lines are.
+    Drafters with the same formula (the two diffusion drafters share their alpha) share one dotted
+    line, its dots in each one's colour, and that key says so."""
     from matplotlib.lines import Line2D
 
     left, right = axes
     drafters = _check_drafters(drafters)
     formulas = [np.asarray(data["predicted"][name]["formula"]) for name in drafters]
+    shared = [n for n, f in zip(drafters, formulas, strict=True) if sum(np.allclose(f, g) for g in formulas) > 1]
     for k, name in enumerate(drafters):
         label, color, _ = DRAFTER_STYLE[name]
         rows, pred = rows_of(data, name), data["predicted"][name]
@@ -140,12 +151,13 @@ def draw_acceptance(axes, data: dict, drafters=MODEL_DRAFTERS) -> None:
     keys = [
         Line2D([], [], color=grey, ls="", marker="o", mfc="none", label="markers: measured"),
         Line2D([], [], color=grey, ls="-", lw=1.2, label="solid: the chain"),
-        Line2D([], [], color=grey, ls=":", lw=1.5, label="dotted: the formula"),
+        Line2D([], [], color=grey, ls=":", lw=1.5, label="dotted: the formula" + _shared_note(shared)),
     ]
     left.set(xlabel="gamma (tokens drafted per round)", ylabel="tokens per target pass", xticks=list(GAMMAS))
     left.set_title("Measured (256 documents, 1024 at gamma = 4) and predicted", loc="left", fontsize=10)
     left.legend(handles=keys, fontsize=9, loc="upper left")
-    right.set(xlabel="i (position in the draft)", ylabel="alpha of the i-th drafted token", ylim=(0, 1.05))
+    ylabel = "alpha of the i-th draft\n(given every draft before it was kept)"
+    right.set(xlabel="i (position in the draft)", ylabel=ylabel, ylim=(0, 1.05))
     right.set_xticks(list(GAMMAS))
     right.set_title("Acceptance along the draft (predicted)", loc="left", fontsize=10)
     handles, labels = right.get_legend_handles_labels()
@@ -221,7 +233,8 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target, drafter
     ref = sweep.ar.quality
     floor = 0.05  # % invalid drawn for a sample with none (a log axis has no 0)
     bands = [
-        (floor / 2, 100 * (1 - target.lowest_validity), "valid documents (%, log scale near 100)",
+        (floor / 2, 100 * (1 - target.lowest_validity),
+         "valid documents (%), drawn as the invalid\nshare (100 - valid) on a log scale",
          lambda q: max(100 * (1 - q.validity[0]), floor)),
         (ref.sentences[0] - target.length_tolerance, ref.sentences[0] + target.length_tolerance,
          "sentences per document", lambda q: q.sentences[0]),

@@ -10,7 +10,8 @@ import numpy as np
 def time_split_text(splits: dict, reference: str) -> str:
     """Where each decoder's time per document goes (helpers.speculative_cost.time_split): forward
     passes of the target and of the drafter (count x median time of one), everything else, the
-    total, and the speed-up over `reference`. Each row adds up: passes plus everything else."""
+    total, and the speed-up over `reference`. Each row adds up before rounding: passes plus everything
+    else (a pass count times a rounded time of one need not match to the last digit)."""
     if reference not in splits:
         raise ValueError(f"reference must be one of the timed decoders {list(splits)}, got {reference!r}")
     base = splits[reference]
