@@ -312,8 +312,8 @@ def _capturing(idx: torch.Tensor) -> bool:
 
 def default_layout(device) -> str:
     """The weight layout a model is timed in on a device kind, before any measurement says
-    otherwise: the course's decode layout on the CPU (measured in notebook 04, section 3), and
-    row-major (nn.Linear's own) on CUDA and MPS, whose kernels are tuned for it.
+    otherwise: the course's decode layout on the CPU (measured in notebook 04, "Going deeper: why
+    STREAM and GEMV disagree"), and row-major (nn.Linear's own) on CUDA and MPS, whose kernels are tuned for it.
     helpers.bench.choose_layout measures both on a GPU and keeps the faster."""
     return "decode" if as_device(device).type == "cpu" else "row-major"
 

@@ -132,7 +132,7 @@ def time_shape(model: Transformer, name: str, context: int, *, roofs: Roofs, rep
     """Choose the model's layout by measurement (off the CPU), then time its decode step: eager
     and, on CUDA, as a CUDA graph (decode_step); count the step's operations."""
     device = model_device_dtype(model)[0]
-    on_cpu = device.type == "cpu" and gpu.runtime(device) is None  # the CPU keeps its rule (notebook 04, §3)
+    on_cpu = device.type == "cpu" and gpu.runtime(device) is None  # the CPU keeps its rule (see 04)
     layout = LayoutChoice(layout_of(model), {}) if on_cpu else choose_layout(model)
     step = decode_step(model, roofs=roofs, context=context, repeat=repeat, shape=name)
     return ShapeRun(step, layout, count_step_ops(model, context), model.num_params())
