@@ -23,22 +23,35 @@ def two_axes():
 
 def test_exact_vs_sampled_draws_a_band_a_tick_and_a_dot_per_sentence():
     fig, ax = plt.subplots()
-    exact, sampled, se = [0.3, 0.2, 0.1], [0.28, 0.22, 0.1], [0.01, 0.02, 0.01]
+    exact, sampled, se = [0.3, 0.2, 0.1], [0.28, 0.21, 0.1], [0.01, 0.02, 0.01]
     draw_exact_vs_sampled(ax, ["a", "b", "c"], exact, sampled, se, 5000)
     bands = ax.patches
     assert len(bands) == 3  # one band per sentence, no bars that could hide the dots
     assert np.allclose([b.get_x() for b in bands], np.subtract(exact, se))
     assert np.allclose([b.get_width() for b in bands], np.multiply(2, se))
-    ticks, dots = ax.lines
-    assert np.allclose(ticks.get_xdata(), exact) and np.allclose(dots.get_xdata(), sampled)
-    assert np.allclose(dots.get_ydata(), [0, 1, 2])
+    ticks, inside, outside = ax.lines  # 0.28 is two standard errors from 0.3: outside; the others inside
+    assert np.allclose(ticks.get_xdata(), exact)
+    assert np.allclose(inside.get_xdata(), [0.2 + 0.01, 0.1]) and np.allclose(inside.get_ydata(), [1, 2])
+    assert np.allclose(outside.get_xdata(), [0.28]) and np.allclose(outside.get_ydata(), [0])
+    assert inside.get_markerfacecolor() != outside.get_markerfacecolor()  # filled inside, hollow outside
+    assert inside.get_markeredgecolor() == outside.get_markeredgecolor()
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
     assert ax.get_ylim()[0] > ax.get_ylim()[1]  # the first (most likely) sentence on top
     low, high = ax.get_xlim()
     assert low <= 0.09 and high >= 0.31  # every band and dot inside the axes
     assert "3 most likely" in ax.get_title(loc="left") and "5,000 samples" in ax.get_title(loc="left")
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "frequency in 5,000 samples" in legend and "exact P(x) ± one standard error" in legend
+    assert "exact P(x) ± one standard error" in legend
+    assert "frequency in 5,000 samples, inside its band" in legend
+    assert "frequency in 5,000 samples, outside its band" in legend
+    plt.close(fig)
+
+
+def test_exact_vs_sampled_keys_only_the_dots_it_draws():
+    fig, ax = plt.subplots()
+    draw_exact_vs_sampled(ax, ["a", "b"], [0.3, 0.2], [0.3, 0.2], [0.01, 0.01], 5000)  # every dot inside
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(ax.lines) == 2 and not any("outside" in entry for entry in legend)
     plt.close(fig)
 
 
@@ -146,6 +159,12 @@ def test_joint_vs_product_can_label_only_the_allowed_pairs(two_axes):
     assert [t.get_text() for t in two_axes[0].texts] == ["0.2000", "0.3000"]  # the two outlined cells only
     assert [t.get_text() for t in two_axes[1].texts] == ["0.1000", "0.1500"]
     assert "valid mass 0.2500" in two_axes[1].get_title()  # the shading shows the rest; the title still sums it
+
+
+def test_joint_vs_product_can_label_every_non_empty_cell(two_axes):
+    draw_joint_vs_product(two_axes, JOINT, PRODUCT, ["new", "san"], ["york", "diego"], label="nonzero")
+    assert [t.get_text() for t in two_axes[0].texts] == ["0.2000", "0.3000"]  # the empty cells stay blank
+    assert [t.get_text() for t in two_axes[1].texts] == ["0.1000", "0.1500", "0.1000", "0.1500"]  # the largest too
 
 
 def test_joint_vs_product_says_what_both_panels_are_given(two_axes):

@@ -16,10 +16,14 @@ NOISE_REPLICAS = 40  # exact samplers of the same size, for the expected TV
 CALLS_PER_SENTENCE = 4 * (LANG.width + 1)  # a loop that asks more often than this does not stop
 REPLAYED = 20  # draws typed again from the same seed: every random draw must come from rng
 KINDS = {"statement": None, "question": ("do", "does"), "travel": ("alice", "bob", "carol", "dave")}
+# The hints say what is wrong and name the concept; none spells out the sampling loop.
 SAMPLE_HINT = (
-    "draw each token with exactly the probability lang.next_token_probs(prefix) gives it, prefix = every token "
-    "drawn so far, every draw from rng; not the most likely token, not uniformly among the allowed ones"
+    "lang.next_token_probs(prefix) takes the list of token ids typed so far and returns a (V,) array of "
+    "probabilities; rng is a numpy Generator"
 )
+INVALID_HINT = "some token was impossible after the tokens typed before it: a sentence is typed by the chain rule"
+SAME_HINT = "your sampler chooses each token instead of drawing it at random"
+TOO_FAR_HINT = "some tokens come out more often, others less often, than their probabilities say"
 
 
 class ChainRuleOnly:
@@ -97,25 +101,25 @@ def _sampler_report(fn) -> str:
                 "<eos> ends the sentence: stop when you draw it, and return only the words before it",
             )
         if tuple(ids) not in index:
-            raise Failed(f"draw {i + 1} is {LANG.decode(ids)!r}, which the language never produces", SAMPLE_HINT)
+            raise Failed(f"draw {i + 1} is {LANG.decode(ids)!r}, which the language never produces", INVALID_HINT)
         rows[i] = index[tuple(ids)]
     _same_seed_same_sentences(fn, rows[:REPLAYED])
     _, probs = LANG.support()
     if np.all(rows == rows[0]):
-        raise Failed(f"all {N_DRAWS:,} draws are the same sentence, {LANG.decode(tokens_of(rows[0]))!r}", SAMPLE_HINT)
+        raise Failed(f"all {N_DRAWS:,} draws are the same sentence, {LANG.decode(tokens_of(rows[0]))!r}", SAME_HINT)
     tv = 0.5 * float(np.abs(np.bincount(rows, minlength=len(probs)) / N_DRAWS - probs).sum())
     mean, sd = _tv_noise(N_DRAWS)
     if tv > mean + 4 * sd:
         raise Failed(
             f"TV distance {tv:.3f} from the exact distribution; sampling noise alone gives {mean:.3f} ± {sd:.3f}",
-            SAMPLE_HINT,
+            TOO_FAR_HINT,
         )
     shares = []
     for k, name in enumerate(KINDS):
         exact, measured = probs[kind == k].sum(), np.mean(kind[rows] == k)
         se = math.sqrt(exact * (1 - exact) / N_DRAWS)
         if abs(measured - exact) > 4 * se:
-            raise Failed(f"{name}s are {measured:.3f} of your draws; exactly {exact:.3f} ± {se:.3f}", SAMPLE_HINT)
+            raise Failed(f"{name}s are {measured:.3f} of your draws; exactly {exact:.3f} ± {se:.3f}", TOO_FAR_HINT)
         shares.append(f"{measured:.3f}")
     return (
         f"{N_DRAWS:,} sentences, all valid, reproducible from the seed; "
@@ -157,9 +161,11 @@ IMPOSSIBLE = (
     "the cat sleeps . .",  # a word after the end
     "",  # no words at all
 )
-LOG_HINT = (
-    "add log2 P(x_k | x_<k) over the words and then the final <eos> (math.log2 of each factor), "
-    "and return -math.inf as soon as a factor is 0"
+# As above: what is wrong and the concept, never the loop or the formula that fixes it.
+LOG_HINT = "that is not log2 of this sentence's chain-rule product, its final <eos> factor included"
+RAISED_HINT = (
+    "if it is lang.next_token_probs that refuses a prefix that no sentence starts with, or math.log2 that "
+    "refuses 0: a factor of 0 already made the sentence impossible"
 )
 
 
@@ -170,7 +176,7 @@ def _log2prob_report(fn) -> str:
     for ids in sentences:
         lang.calls_left = CALLS_PER_SENTENCE
         text = LANG.decode(ids) or "(no words)"
-        got = call(fn, lang, list(ids), case=f"on {text!r}", hint=LOG_HINT)
+        got = call(fn, lang, list(ids), case=f"on {text!r}", hint=RAISED_HINT)
         try:
             got = float(got)
         except (TypeError, ValueError):
@@ -179,7 +185,7 @@ def _log2prob_report(fn) -> str:
         exact = math.log2(p) if p > 0 else -math.inf
         if exact == -math.inf:
             if got != -math.inf:
-                hint = LOG_HINT
+                hint = "a sentence with a factor of 0 has probability 0, and log2 0 is -inf"
                 if text == "the cat sleeps":
                     hint = "a prefix of a sentence is not a sentence: the chain ends with the factor P(<eos> | words)"
                 raise Failed(f"log2 P({text!r}) is -inf (probability 0); you returned {got:.4g}", hint)
@@ -188,7 +194,7 @@ def _log2prob_report(fn) -> str:
             worst = max(worst, abs(got - exact))
             continue
         if abs(got - exact * math.log(2)) <= 1e-9:
-            hint = "that is the natural log: use math.log2 (or divide by math.log(2))"
+            hint = "that is the natural logarithm; bits are logarithms in base 2"
         elif got > 0 and abs(got - p) <= 1e-12:
             hint = "that is the probability itself: return its log2"
         else:

@@ -28,7 +28,8 @@ def _probabilities(name: str, values, shape: tuple[int, ...] | None = None) -> n
 def draw_exact_vs_sampled(ax, labels: Sequence[str], exact, sampled, std_err, n_samples: int) -> None:
     """One row per sentence, the most likely on top: a grey band over its exact probability ± `std_err`
     (the noise a perfect sampler shows in `n_samples` draws), a grey tick at the exact value, and a red
-    dot at its frequency in the `n_samples` draws. A dot inside its band is within one standard error."""
+    dot at its frequency in the `n_samples` draws: filled when it lies within one standard error (inside
+    its band, edges included), hollow when outside, so that a dot on a band's edge can be told by eye."""
     n = len(labels)
     if n == 0:
         raise ValueError("labels is empty: pass one label per sentence shown")
@@ -48,7 +49,11 @@ def draw_exact_vs_sampled(ax, labels: Sequence[str], exact, sampled, std_err, n_
         label="exact P(x) ± one standard error",
     )
     ax.plot(exact, y, "|", color=TRUTH_COLOR, markersize=12, markeredgewidth=2, label="exact P(x)")
-    ax.plot(sampled, y, "o", color=AR_COLOR, markersize=5, label=f"frequency in {n_samples:,} samples")
+    inside = np.abs(sampled - exact) <= std_err  # (n,) within one standard error, as the notebook counts
+    for where, face, words in ((inside, AR_COLOR, "inside"), (~inside, "white", "outside")):
+        if where.any():  # a key only for what is drawn
+            label = f"frequency in {n_samples:,} samples, {words} its band"
+            ax.plot(sampled[where], y[where], "o", color=AR_COLOR, markerfacecolor=face, markersize=5, label=label)
     ax.set_yticks(y, [textwrap.fill(label, LABEL_WIDTH) for label in labels], fontsize=8)
     ax.set_ylim(n - 0.5, -0.5)  # the most likely sentence on top
     low, high = float(np.min(np.minimum(exact - std_err, sampled))), float(np.max(np.maximum(exact + std_err, sampled)))
@@ -73,13 +78,17 @@ def draw_joint_vs_product(
     (left) and the product of the two marginals (right). The cells where the joint is non-zero (the pairs
     the language allows) are outlined in both, each on its own, inside the cell. `label="all"` labels
     every cell with its probability (four decimals, enough for the labels of the outlined cells to add
-    up to the title's valid mass; an empty cell reads "0"); `label="allowed"` labels only the outlined
+    up to the title's valid mass; an empty cell reads "0"); `label="nonzero"` labels every cell with a
+    non-zero probability and leaves the empty ones blank; `label="allowed"` labels only the outlined
     cells, and the shading alone shows the rest. A key over the right panel says what the outlines mean
     (OUTLINE_KEY). `given`, if set, names what both panels are conditioned on, in a title over the two."""
     if len(axes) != 2:
         raise ValueError(f"axes must be two panels (truth, all at once), got {len(axes)}")
-    if label not in ("all", "allowed"):
-        raise ValueError(f"label must be 'all' (every cell) or 'allowed' (the outlined cells), got {label!r}")
+    if label not in ("all", "nonzero", "allowed"):
+        raise ValueError(
+            f"label must be 'all' (every cell), 'nonzero' (every non-empty cell) or 'allowed' (the outlined cells), "
+            f"got {label!r}"
+        )
     shape = (len(row_labels), len(col_labels))
     if 0 in shape:
         raise ValueError("row_labels and col_labels must each name at least one token")
@@ -102,7 +111,7 @@ def draw_joint_vs_product(
         ax.grid(False)
         ax.set_title(title, fontsize=10)
         for (i, j), v in np.ndenumerate(grid):
-            if label == "allowed" and not allowed[i, j]:
+            if (label == "allowed" and not allowed[i, j]) or (label == "nonzero" and v == 0):
                 continue
             dark = v >= 0.45 * vmax  # white text where the cell is dark enough to hide black
             text = f"{v:.4f}" if v > 0 else "0"
