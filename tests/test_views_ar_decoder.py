@@ -148,6 +148,7 @@ def test_the_typed_step_fits_its_y_axis_to_the_bars_and_marks_the_invisible_ones
     assert sorted(marks) == ["0", "0", "0", "2e-03", "2e-03"]  # the exact zeros and the model's tiny values
     (title,) = [t for t in ax.get_children() if isinstance(t, Text) and t.get_text().startswith("step 1 of 31")]
     assert title.get_fontsize() == 11  # draw_model_step's 9 was too small to read
+    assert "with model probability 0." in title.get_text() and " p = " not in title.get_text()  # p: top-p's
     plt.close(fig)
 
 

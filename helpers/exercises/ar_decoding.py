@@ -40,7 +40,7 @@ def _attend_mistake(q, k, v, start: int, T: int) -> dict[str, torch.Tensor]:
             torch.arange(S) > torch.arange(T)[:, None], float("-inf")
         ).softmax(-1)
         @ vs,
-        "scale the scores by 1/sqrt(hd), hd = the size of one head (the last dimension)": causal_attention(
+        "the scores lack attention's scaling by the head dimension hd (section 3)": causal_attention(
             q[:, :, :S], ks, vs, scale=False
         )[:, :, start:S],
     }
@@ -61,7 +61,8 @@ def _attend_report(fn) -> str:
         if not (torch.equal(cache_k[:, :, new], k[:, :, new]) and torch.equal(cache_v[:, :, new], v[:, :, new])):
             raise Failed(
                 f"the cache does not hold the new keys and values at positions {start} .. {start + T - 1} ({case})",
-                "write them into cache_k and cache_v in place (cache_k[:, :, a:b] = ...), at start .. start + T - 1",
+                "the next passes read keys and values from the caches: store the new ones there, in place, at start .. "
+                "start + T - 1",
             )
         if not (cache_k[:, :, start + T :].isnan().all() and cache_v[:, :, start + T :].isnan().all()):
             raise Failed(
@@ -144,7 +145,8 @@ def _top_p_report(fn) -> str:
         expected = top_p_filter(logits, p)
         if not torch.equal(given, logits):
             raise Failed(
-                f"your function changed its input logits ({case})", "work on a copy: masked_fill, not masked_fill_"
+                f"your function changed its input logits ({case})",
+                "leave the logits you were given as they are: build the result out of place",
             )
         if not isinstance(got, torch.Tensor) or got.shape != logits.shape:
             raise Failed(
@@ -156,8 +158,8 @@ def _top_p_report(fn) -> str:
         if not kept.any(dim=-1).all():
             raise Failed(
                 f"a row kept no token at all ({case})",
-                "the most likely token is always kept: compare p with the mass *before* each token "
-                "(the cumulative sum minus the token's own probability)",
+                "the most likely token is always kept: a token's own probability does not count in the mass "
+                "compared with p",
             )
         if not torch.equal(kept, should):
             extra, missing = int((kept & ~should).sum()), int((should & ~kept).sum())

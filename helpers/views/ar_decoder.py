@@ -111,8 +111,9 @@ def draw_time_per_token(lengths, cached_ms, naive_ms) -> Figure:
 
 def draw_typed_step(ax: Axes, trace, step: int, top: int = 8) -> None:
     """`helpers.widgets.draw_model_step`, readable at any step: the y axis fitted to the tallest
-    bar (probabilities near 0.2 would be squashed on 0 .. 1), a title at the course style's size, and the
-    value written above every bar too short to see (an exact 0, or a model's 1e-04)."""
+    bar (probabilities near 0.2 would be squashed on 0 .. 1), a title at the course style's size that says
+    "model probability" rather than "p" (top-p's threshold in notebook 02), and the value written above every
+    bar too short to see (an exact 0, or a model's 1e-04)."""
     draw_model_step(ax, trace, step, top=top)
     heights = [bar.get_height() for bar in ax.patches]
     tallest = max(heights)
@@ -125,5 +126,6 @@ def draw_typed_step(ax: Axes, trace, step: int, top: int = 8) -> None:
                 rotation=90, ha="center", va="bottom", fontsize=8, color=bar.get_facecolor(),
             )  # fmt: skip
     header, _, typed = ax.get_title(loc="left").partition("\n")  # draw_model_step wraps at 95 characters
+    header = header.replace(" with p = ", " with model probability ")  # p is top-p's threshold in notebook 02
     typed = textwrap.fill(typed.replace("\n", " "), width=80)  # fewer at the larger size
     ax.set_title(f"{header}\n{typed}", loc="left", fontsize=11)  # the course style's title size
