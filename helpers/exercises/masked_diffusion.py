@@ -126,8 +126,8 @@ def _pass_report(fn) -> str:
         hint = "commit the masked positions whose most likely token has the highest probability"
         if "equal" in case:
             hint = (
-                "on equal confidence the leftmost position wins, and torch.topk does not promise that: rank with "
-                "a sort that keeps equal values in their left-to-right order"
+                "on equal confidence the leftmost position wins, and your ranking broke a tie another way "
+                "(torch.topk, for one, promises no order among equal values)"
             )
         raise Failed(f"committed other positions than the k most confident ({case})", hint)
     return (

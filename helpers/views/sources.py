@@ -30,17 +30,6 @@ LIMIT_ROWS = ("random", "confidence", "confidence, blocks of 8", "threshold (Fas
               "entropy", "threshold, entropy order")  # fmt: skip
 SCALE = {"validity": 100.0, "length": 1.0, "diversity": 1.0}  # validity in points
 Y_LABELS = {**MEASURE_LABELS, "validity": "valid documents (%)"}
-SUMMARY_ROWS = (  # (label, sampler, source, measure): the numbers section 5.2's text reads
-    ("factorization (random order, exact denoiser)", "random", "factorization", "validity"),
-    ("model error, random order", "random", "model", "validity"),
-    ("model error, confidence order", "confidence", "model", "validity"),
-    ("selection bias, confidence order", "confidence", "selection", "validity"),
-    ("  in sentences per document", "confidence", "selection", "length"),
-    ("  in within-sentence gap (bits)", "confidence", "selection", "diversity"),
-)
-
-
-CORE_SUMMARY_ROWS = tuple(row for row in SUMMARY_ROWS if row[3] != "diversity")  # the core's figure: two measures
 
 
 def short(name: str) -> str:
@@ -59,6 +48,8 @@ def _band(ax, measure: str, reference: Run, target: Target) -> None:
     ax.axhspan(low, high, color=AR_COLOR, alpha=0.15, lw=0)
     if measure == "validity":
         ax.axhline(low, color=AR_COLOR, lw=1.2, alpha=0.8, zorder=3)
+        ax.annotate(f"AR target: {low:.1f} %", (0.98, low), xycoords=("axes fraction", "data"), xytext=(0, -3),
+                    textcoords="offset points", ha="right", va="top", fontsize=8, color=AR_COLOR)  # fmt: skip
 
 
 def _bracket(ax, x: float, y0: float, y1: float, text: str, left: bool = False, at: float = 0.5) -> None:
@@ -123,9 +114,11 @@ def draw_three_sources(
     handles += [axes[0].plot([], [], "-", color="#999999")[0], axes[0].plot([], [], "--", color="#999999")[0]]
     handles += [axes[0].plot([], [], ":", color=TRUTH_COLOR)[0]]
     handles += [axes[0].fill_between([], [], color=AR_COLOR, alpha=0.15, lw=0)]
+    handles += [axes[0].plot([], [], color=AR_COLOR, lw=1.2, alpha=0.8)[0]]
     names = [label for label, _ in shown.values()]
     names += ["exact denoiser (a perfect model)", "trained diffusion model", "the language itself",
-              "the AR model's quality, with its tolerance (section 5.3; validity: above the red line)"]  # fmt: skip
+              "the AR model's quality, with its tolerance (section 5.3)",
+              "AR target: 99 % valid less sampling error"]  # fmt: skip
     fig.legend(handles, names, loc="outside lower center", ncols=4 if len(measures) > 2 else 3, fontsize=9)
     later = "Length and gap are" if "diversity" in measures else "Length is"
     gap = " " if "diversity" in measures else "\n"  # two panels: the title in two lines
@@ -175,17 +168,26 @@ def split_table(exact: Sweep, trained: Sweep, rates=(1.0, 2.0), samplers=SPLIT_S
     return "\n".join(lines)
 
 
-def split_summary(exact: Sweep, trained: Sweep, rates=(1.0, 2.0), rows=SUMMARY_ROWS) -> str:
-    """The few sources of error section 5.2 reads, at `rates` tokens per pass: one row each (label,
-    sampler, source, measure), in points of validity unless the label names another measure;
-    '(x)': within two standard errors of zero. split_table gives them all."""
-    digits = {"validity": 1, "length": 2, "diversity": 2}
-    names = [f"{r:g} token{'s' if r != 1 else ''}/pass" for r in rates]
-    lines = ["points of validity unless named; 0: exactly 0; (x): within 2 s.e. of 0"]
-    lines.append(f"{'':58s}" + "".join(f"{n:>15s}" for n in names))
-    for label, sampler, source, measure in rows:
-        parts = [getattr(three_way_split(exact, trained, sampler, r, measure), source) for r in rates]
-        lines.append(f"{label:58s}" + "".join(_cell(p, SCALE[measure], digits[measure], 15) for p in parts))
+def split_summary(exact: Sweep, trained: Sweep, rates=(1.0, 2.0), samplers=CORE_SAMPLERS) -> str:
+    """Section 5.2's split in the core: for each of `samplers` at each of `rates` tokens per pass,
+    the trained model's validity and its shortfall from the language's 100 % as model +
+    factorization + selection, which add up to it; then confidence order's selection in sentences
+    per document. '(x)': within two standard errors of zero. split_table gives every measure and
+    sampler."""
+    lines = [
+        "valid documents (%): trained model - language (100) = model + factorization + selection",
+        f"{'(x): within 2 s.e. of 0':30s}{'trained':>9s}{'model':>9s}{'fact.':>9s}{'sel.':>9s}",
+    ]
+    for sampler in samplers:
+        for rate in rates:
+            s = three_way_split(exact, trained, sampler, rate, "validity")
+            parts = "".join(_cell(p, SCALE["validity"], 1, 9) for p in (s.model, s.factorization, s.selection))
+            label = f"{ORDER_NAMES.get(sampler, short(sampler))}, {rate:g} tok/pass"
+            lines.append(f"{label:30s}{SCALE['validity'] * (s.total + truth('validity')):9.1f}{parts}")
+    if "confidence" in samplers:
+        parts = [three_way_split(exact, trained, "confidence", r, "length").selection for r in rates]
+        at = ", ".join(f"{_cell(p, 1.0, 2, 0)} at {r:g}" for p, r in zip(parts, rates, strict=True))
+        lines.append(f"selection of confidence order in sentences per document: {at} tok/pass")
     return "\n".join(lines)
 
 
@@ -236,26 +238,36 @@ def limit_summary(exact: Sweep, trained: Sweep, reference: Run, target: Target, 
     return "\n".join(lines)
 
 
-def limit_headline(exact: Sweep, trained: Sweep, reference: Run, target: Target, rows=LIMIT_ROWS) -> str:
-    """Section 5.3's three numbers: the most tokens per pass at the AR model's quality on all three
-    measures over every sampler, with the exact denoiser and with the trained model (and which sampler
-    reaches it, or "never"), and the trained model's best on validity alone.
-    limit_summary gives each sampler's rate."""
-    head = "the most tokens per pass at the AR model's quality (validity, length, diversity)"
-    lines = [f"{head}, best of {len(rows)} samplers:"]
-    for label, sweep in (("exact denoiser", exact), ("trained model", trained)):
-        at = {name: tokens_per_pass_at(curve(sweep, name), reference, target) for name in rows}
-        matched = {n: a for n, a in at.items() if a.tokens_per_pass is not None}
-        if matched:
-            best = max(matched, key=lambda n: matched[n].tokens_per_pass)
-            text = f"{matched[best].tokens_per_pass:.2f} ({ORDER_NAMES.get(best, short(best))})"
-        else:
-            text = "never: no setting of any sampler matches"
-        lines.append(f"  {label + ':':16s} {text}")
-    validity = {n: tokens_per_pass_at(trained.runs[n], reference, target, ("validity",)) for n in rows}  # as 05
-    validity = {n: a for n, a in validity.items() if a.tokens_per_pass is not None}
-    best = max(validity, key=lambda n: validity[n].tokens_per_pass)
-    lines.append(f"  {'trained model,':16s} validity alone: {validity[best].tokens_per_pass:.2f} ({short(best)})")
+def limit_headline(
+    exact: Sweep, trained: Sweep, reference: Run, target: Target, rows=LIMIT_ROWS, core=CORE_SAMPLERS
+) -> str:
+    """Section 5.3 in the core: tokens per pass at the AR model's quality on all three measures for
+    the `core` samplers and for the best of `rows`, with the exact denoiser and the trained model
+    (± the bootstrap standard error, and the share of resamples in which some setting matches at
+    all), then the trained model's best of `rows` on validity alone. limit_table names each."""
+
+    def text(a) -> str:
+        if a.tokens_per_pass is None:
+            return f"never ({', '.join(a.limited_by)})"
+        return f"{a} (matches in {100 * a.matched_share:.0f} % of resamples)"
+
+    def best(sweep: Sweep, measures=MEASURES):
+        at = [tokens_per_pass_at(curve(sweep, n), reference, target, measures) for n in rows]
+        matched = [a for a in at if a.tokens_per_pass is not None]
+        return max(matched, key=lambda a: a.tokens_per_pass) if matched else None
+
+    lines = [
+        "tokens per pass at the AR model's quality (validity, length, diversity), ± bootstrap standard error",
+        f"{'':19s} {'exact denoiser':44s} {'trained model'}",
+    ]
+    for name in core:
+        at = [tokens_per_pass_at(curve(s, name), reference, target) for s in (exact, trained)]
+        lines.append(f"{ORDER_NAMES.get(name, short(name)):19s} {text(at[0]):44s} {text(at[1])}")
+    top = [best(s) for s in (exact, trained)]
+    shown = [text(a) if a is not None else "never" for a in top]
+    alone = best(trained, ("validity",))
+    shown[1] += f"; validity alone: {alone if alone else 'never'}"
+    lines.append(f"{f'best of {len(rows)} samplers':19s} {shown[0]:44s} {shown[1]}")
     return "\n".join(lines)
 
 

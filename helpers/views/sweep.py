@@ -309,8 +309,8 @@ def entropy_bound_table(sweep: Sweep) -> str:
     AR settings), KL(Q | valid || P), beside sentences and the within-sentence gap."""
     sweep = check_sweep(sweep)
     lines = [
-        f"{'':15s} {'sentences':>9s} {'gap, every':>11s} {'gap, first':>14s} {'H(Q(s1))':>9s} {'KL(Q|valid||P)':>15s}",
-        f"{'':15s} {'':9s} {'sentence':>11s} {'sentence':>14s} {'<= bits':>9s} {'bits/document':>15s}",
+        f"{'':15s} {'sentences':>9s} {'gap, every':>14s} {'gap, first':>14s} {'H(Q(s1))':>9s} {'KL(Q|valid||P)':>15s}",
+        f"{'':15s} {'':9s} {'sentence':>14s} {'sentence':>14s} {'<= bits':>9s} {'bits/document':>15s}",
     ]
     rows = [(short(n), slowest(sweep.runs[n])) for n in MAIN]
     rows += [(f"{n} {'T = ' if n == 'AR' else ''}{r.setting}", r) for n, runs in sweep.ar_runs.items() for r in runs]
@@ -318,7 +318,8 @@ def entropy_bound_table(sweep: Sweep) -> str:
         q = run.quality
         kl = f"{q.kl[0]:6.2f} ± {q.kl[1]:.2f}" if q.kl else "       -"
         lines.append(
-            f"{label:15s} {q.sentences[0]:9.2f} {q.sentence_gap[0]:+11.2f} {q.first_sentence_gap[0]:+7.2f} ± "
+            f"{label:15s} {q.sentences[0]:9.2f} {q.sentence_gap[0]:+7.2f} ± {q.sentence_gap[1]:.2f}"
+            f" {q.first_sentence_gap[0]:+7.2f} ± "
             f"{q.first_sentence_gap[1]:.2f} {q.first_sentence_entropy_bound:9.2f} {kl:>15s}"
         )
     return "\n".join(lines)
