@@ -155,3 +155,10 @@ def test_a_disturbed_step_is_flagged_where_the_step_is_read():
     assert views.step_summary(step).split("\n")[-1] == flag  # section 4's lines carry the flag
     with pytest.raises(ValueError, match="positive measurement"):
         views.disturbance(Measurement(value=0.0, unit="s", spread=0.0))
+
+
+def test_section_1s_prediction_is_the_weights_at_the_given_bandwidth():
+    cost = SimpleNamespace(weight_bytes=494.6e6, kv_bytes=37.7e6)  # GPT-2 small, float32
+    assert views.hand_prediction(cost, 20e9) == "predicted (495 MB of weights at 20 GB/s): 24.7 ms"
+    with pytest.raises(ValueError, match="bytes per second"):
+        views.hand_prediction(cost, 0.0)

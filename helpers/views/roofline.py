@@ -1,7 +1,8 @@
-"""Notebook 04's figures and tables: the decode step on this machine's roofline, the batch sweep on
-it (and, under Going deeper, beside a GPU's), the decode step against its prediction, the width
-sweep with a GPU's projection, and a flag for a step timed on a busy machine. The measurements come
-from helpers.bench and helpers.timing; these functions only lay them out."""
+"""Notebook 04's figures and tables: section 1's prediction worked, the decode step on this
+machine's roofline, the batch sweep on it (and, under Going deeper, beside a GPU's), the decode
+step against its prediction, the width sweep with a GPU's projection, and a flag for a step timed
+on a busy machine. The measurements come from helpers.bench and helpers.timing; these functions
+only lay them out."""
 
 from __future__ import annotations
 
@@ -238,6 +239,15 @@ def disturbance(measured) -> str:
 def step_line(measured) -> str:
     """Section 1's line: one decode step's median and IQR, then disturbance's line if it has one."""
     return "\n".join(line for line in (f"one decode step: {measured}", disturbance(measured)) if line)
+
+
+def hand_prediction(cost, bandwidth: float) -> str:
+    """Section 1's prediction, worked: the step's weights (cost, a helpers.costs.StepCost) read at
+    `bandwidth` bytes per second, in one line to set beside the measured step."""
+    if not bandwidth > 0:
+        raise ValueError(f"bandwidth must be in bytes per second (> 0), got {bandwidth!r}")
+    megabytes, seconds = cost.weight_bytes / 1e6, cost.weight_bytes / bandwidth
+    return f"predicted ({megabytes:.0f} MB of weights at {bandwidth / 1e9:.0f} GB/s): {seconds * 1e3:.1f} ms"
 
 
 def step_summary(step) -> str:
