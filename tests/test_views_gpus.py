@@ -102,10 +102,10 @@ def test_the_claim_figure_and_summary_agree_with_the_latency_model():
     assert [p["ridge"] for p in points] == sorted(p["ridge"] for p in points)
     assert len(left_out) == 1 and left_out[0].startswith("Google TPU v5e")
     summary = pass_ratio.claim_summary(points, left_out)
-    assert "1.7x (NVIDIA RTX 3090) to 12.7x (Google TPU v6e) faster, 0.97 of min(N, I*_eff) / K" in summary
+    assert "1.7x (NVIDIA RTX 3090) to 12.7x (Google TPU v6e) faster, about 0.97 of min(N, I*_eff) / K" in summary
     line = pass_ratio.claim_range(pass_ratio.claim_points(1000, steps=(32,))[0])  # the core's one line
-    assert (
-        line == "13 devices, K = 32, typical: the dLLM is 1.7 to 12.7 times faster than AR, each time 0.97 of its bound"
+    assert line == (
+        "13 devices, K = 32, typical: the dLLM is 1.7 to 12.7 times faster than AR, each time about 0.97 of its bound"
     )
     assert "\n" not in line
     assert "K = 256: the dLLM is slower than AR on 9 of 13 devices" in summary
@@ -165,9 +165,9 @@ def test_the_toy_rates_read_notebook_03s_sweeps():
     assert text.count("\n") == 2 and f"at most {rates.limit:.2f} tokens per pass" in text
     assert "validity alone (at least 99 % of documents valid), trained model: " in text  # the rule, named
     core = rates.core_text()  # the core's two lines: no validity-alone rate
-    assert core.count("\n") == 1 and f"at most {rates.limit:.2f} tokens per pass, with the exact conditionals" in core
+    assert core.count("\n") == 1 and f"up to {rates.limit:.2f} tokens per pass, with the exact conditionals" in core
     assert "validity alone" not in core and f"{100 * rates.best_valid_fast:.1f} % of documents valid" in core
-    assert ("no strategy matches" in core) == (rates.matched == 0)
+    assert ("no trained sampler matches it" in core) == (rates.matched == 0)
     with pytest.raises(ValueError, match="must be the Sweeps of load_sweep"):
         gpu_speed.toy_rates(sweep, None)
 

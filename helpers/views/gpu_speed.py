@@ -55,12 +55,16 @@ class ToyRates:
     def core_text(self) -> str:
         """Two lines, for the core: the rate at the AR model's quality on all three measures (and that
         only the exact conditionals reach it, if so), and the best validity at 4 or more tokens per pass."""
-        trained = "no strategy matches" if self.matched == 0 else f"{self.matched} of {self.samplers} strategies match"
+        trained = (
+            "no trained sampler matches it"
+            if self.matched == 0
+            else f"{self.matched} of {self.samplers} trained samplers match it"
+        )
         return "\n".join(
             [
-                f"the AR model's quality, all three measures: at most {self.limit:.2f} tokens per pass, with the exact "
-                f"conditionals (trained model: {trained})",
-                f"the trained model at 4 or more tokens per pass: at most {100 * self.best_valid_fast:.1f} % of "
+                f"the AR model's quality on all three measures: up to {self.limit:.2f} tokens per pass, with the exact "
+                f"conditionals ({trained})",
+                f"at 4 or more tokens per pass, the trained model keeps at most {100 * self.best_valid_fast:.1f} % of "
                 "documents valid",
             ]
         )

@@ -138,7 +138,7 @@ def claim_summary(points, left_out, n: int = 1000) -> str:
     lines = [
         f"projection, typical, N = {n}, no cache, Llama-3-8B (AR) against LLaDA-8B (dLLM), {len(points)} devices",
         f"K = {k1}: the dLLM is {lo['ratio'][k1]:.1f}x ({lo['device']}) to {hi['ratio'][k1]:.1f}x ({hi['device']}) "
-        f"faster, {' to '.join(f'{c:.2f}' for c in (closeness[0], closeness[-1])[: len(closeness)])} of "
+        f"faster, about {' to '.join(f'{c:.2f}' for c in (closeness[0], closeness[-1])[: len(closeness)])} of "
         f"min(N, I*_eff) / K; pass ratio {n / k1:.1f}",
     ]
     for k in steps[1:]:
@@ -159,7 +159,7 @@ def claim_range(points) -> str:
     close = f"{closeness[0]:.2f}" if len(closeness) == 1 else f"{closeness[0]:.2f} to {closeness[-1]:.2f}"
     return (
         f"{len(points)} devices, K = {k}, typical: the dLLM is {min(ratios):.1f} to {max(ratios):.1f} times faster "
-        f"than AR, each time {close} of its bound"
+        f"than AR, each time about {close} of its bound"
     )
 
 
