@@ -28,6 +28,7 @@ from helpers.views.speculative import (
     quality_text,
     time_lost_text,
     time_split_text,
+    tolerances_text,
 )
 from helpers.views.sweep import MAIN, STYLE
 
@@ -179,6 +180,15 @@ def test_the_quality_table_shows_the_drafters_asked_for_with_units_and_tv_only_w
             quality_text(data, sweep.ar, match, drafters=wrong)
 
 
+def test_the_tolerances_say_what_matched_means_as_the_closing_pictures_titles_do():
+    match = target_from(load_sweep().ar)
+    assert tolerances_text(match) == (
+        f"matched: at least {100 * match.lowest_validity:.1f} % valid, sentences/doc within "
+        f"{match.length_tolerance:.2f} and gap within {match.gap_tolerance:.2f} bits of the AR model's"
+    )
+    assert "98.2 % valid" in tolerances_text(match) and "within 0.06" in tolerances_text(match)
+
+
 def test_the_closing_picture_keys_samplers_and_drafters_in_two_legends():
     data, sweep = load(), load_sweep()
     fig, axes = plt.subplots(1, 3, layout="constrained")
@@ -196,6 +206,9 @@ def test_the_closing_picture_keys_samplers_and_drafters_in_two_legends():
     assert sizes == {9}, "the drafters' keys at one size, not nested as in the panels"
     for ax in axes:  # each panel: the samplers' lines, the AR model's star and one marker per drafter
         assert len(ax.lines) == len(MAIN) + 1 + len(MODEL_DRAFTERS)
+        dot, diamond = (next(line for line in ax.lines if line.get_label() == DRAFTER_STYLE[n][0])
+                        for n in (DRAFTERS[0], DRAFTERS[3]))  # fmt: skip
+        assert dot.get_zorder() > diamond.get_zorder(), "the small drafter's dot is drawn over the diamond"
     validity = axes[0]  # read as valid %, like section 2's table, the most valid at the top
     assert "valid documents (%" in validity.get_ylabel() and validity.yaxis_inverted()
     assert "invalid\nshare (100 - valid) on a log scale" in validity.get_ylabel(), "the log axis says what it is"

@@ -9,8 +9,8 @@ import torch
 from helpers.exercises.report import Failed, call, run_check
 
 VERIFY_HINT = (
-    "follow section 1's rule: keep draft i with probability min(1, p[i, x] / q[i, x]); at the first rejection "
-    "write one token from norm(max(0, p[i] - q[i])) and stop; if every draft is kept, add one token from p[-1]"
+    "follow section 1's rule step by step: the chance of keeping each draft, the residual at the first rejection "
+    "(which ends the round), and the bonus row when every draft is kept"
 )
 ROUNDS = 3000  # rounds per case
 CHI2_LIMIT = 35.0  # 3 degrees of freedom: a right rule exceeds this with probability below 1e-7
@@ -71,7 +71,7 @@ def _verify_report(fn) -> str:
                 )
             raise Failed(
                 f"rejected a draft in {ROUNDS - lengths[gamma + 1]} of {ROUNDS} rounds although q = p ({case})",
-                "with q = p, min(1, p/q) = 1: every draft must be kept",
+                "with q = p, section 1's chance of keeping a draft is 1: every draft must be kept",
             )
         for k, seen in enumerate(counts):
             if seen.sum() < 50:
@@ -100,13 +100,13 @@ def _mistake(seen: np.ndarray, p: np.ndarray, q: np.ndarray) -> str:
     inverted = q * np.minimum(1, q / np.maximum(p, 1e-300))  # kept with probability min(1, q/p)
     sure = q * (p >= q)  # kept only where p >= q
     mistakes = {
-        "every draft is kept: a draft must be accepted with probability min(1, p/q), else replaced": q,
-        "a rejected token is replaced by a draw from norm(max(0, p - q)), not from p": shared + (1 - shared.sum()) * p,
-        "a rejected token is replaced by a draw from norm(max(0, p - q)), not from q": shared + (1 - shared.sum()) * q,
-        "the ratio is upside down: keep a draft with probability min(1, p/q), not min(1, q/p)": inverted
+        "every draft is kept: section 1's rule keeps a draft only by chance, and replaces the first it rejects": q,
+        "a rejected token is replaced by a draw from section 1's residual, not from p": shared + (1 - shared.sum()) * p,
+        "a rejected token is replaced by a draw from section 1's residual, not from q": shared + (1 - shared.sum()) * q,
+        "the ratio is upside down: check which distribution section 1's chance of keeping a draft divides by": inverted
         + (1 - inverted.sum()) * residual,
-        "a draft the target likes less than the drafter (p < q) is not always rejected: keep it with probability "
-        "p/q": sure + (1 - sure.sum()) * residual,
+        "a draft the target likes less than the drafter (p < q) is not always rejected: section 1's rule still keeps "
+        "it by chance": sure + (1 - sure.sum()) * residual,
     }
     chi2 = {hint: float(((seen - seen.sum() * dist) ** 2 / np.maximum(seen.sum() * dist, 1e-9)).sum())
             for hint, dist in mistakes.items()}  # fmt: skip
@@ -132,8 +132,9 @@ def _alpha_mistakes(p: np.ndarray, q: np.ndarray) -> dict[str, np.ndarray]:
     unweighted = "weight each token's chance of being kept by q(x), the chance it is drafted"
     return {
         "what you returned is the total variation, the mass p and q do not share: the chance of a rejection": 1 - alpha,
-        "a probability cannot exceed 1: a token gets through the rule no more often than q drafts it, and no more "
-        "often than p would write it": (np.maximum(p, q).sum(-1)),
+        "a probability cannot exceed 1: check that each token's term is the chance it is drafted and then kept": (
+            np.maximum(p, q).sum(-1)
+        ),
         f"a token is drafted only as often as q proposes it: {unweighted}": kept.sum(-1),
         f"an average over the tokens treats them as equally likely: {unweighted}": kept.mean(-1),
         "that is the chance that two independent draws, one from p and one from q, agree; the rule also keeps "

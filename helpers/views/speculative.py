@@ -25,7 +25,7 @@ DRAFTER_STYLE = {  # drafter -> (short name, colour, marker): four hues and four
     DRAFTERS[2]: ("diffusion, one pass", DLLM_COLOR, "s"),
     DRAFTERS[3]: ("diffusion, left to right", LEFT_TO_RIGHT_COLOR, "D"),
 }
-RING_SIZE = dict(zip(DRAFTERS, (5, 14, 10, 21), strict=True))  # marker sizes: the star rings the dot, and so on
+RING_SIZE = dict(zip(DRAFTERS, (6, 14, 10, 15), strict=True))  # marker sizes: the star rings the dot, and so on
 MODEL_DRAFTERS = (DRAFTERS[0], DRAFTERS[2], DRAFTERS[3])  # the drafters that are models: the language is not
 
 
@@ -200,6 +200,15 @@ def quality_text(
     return "\n".join(lines)
 
 
+def tolerances_text(target: Target) -> str:
+    """What "matched" means: notebook 03's tolerances around the AR model, as the closing picture's
+    panel titles give them."""
+    return (
+        f"matched: at least {100 * target.lowest_validity:.1f} % valid, sentences/doc within "
+        f"{target.length_tolerance:.2f} and gap within {target.gap_tolerance:.2f} bits of the AR model's"
+    )
+
+
 SAMPLER_COLOR = "#8c8c8c"  # grey: notebook 03's samplers, one key for all five
 
 
@@ -252,8 +261,10 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target, drafter
         ax.plot(1, value(ref), "*", color="black", ms=10, ls="", label="AR alone")
         for name in drafters:
             run, size = data["quality"][name], RING_SIZE[name]  # nested rings: coinciding points stay visible
-            ax.plot(run.tokens_per_pass, value(run.quality), ms=size, ls="", zorder=4,
-                    label=DRAFTER_STYLE[name][0], **_drafter_marker(name))  # fmt: skip
+            on_top = name == DRAFTERS[0]  # the dot over the diamond it nearly coincides with, white-rimmed
+            marker = _drafter_marker(name) | (dict(mec="white", mew=0.8) if on_top else {})
+            ax.plot(run.tokens_per_pass, value(run.quality), ms=size, ls="", zorder=5 if on_top else 4,
+                    label=DRAFTER_STYLE[name][0], **marker)  # fmt: skip
         ax.set(xscale="log", xlabel="tokens per (target) pass, log scale", ylabel=ylabel)
         ax.set_xticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
         ax.set_xticks([], minor=True)
