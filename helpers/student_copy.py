@@ -50,15 +50,38 @@ full notebooks, in `notebooks/`. Try the exercises before you look.
 # Text that would give an exercise away if a learner saw it before attempting it: (notebook,
 # exercise, pattern). A leak when found in any cell before the exercise's folded solution.
 GIVEAWAYS = [
+    (
+        "01_chain_rule",
+        "sentence_log2prob",
+        r"next_token_probs\(\w+\[:\w+\]\)\[\w+\]|divide by math\.log\(2\)|math\.log2 of each factor",
+    ),
     ("01_chain_rule", "sample_sentence", r"rng\.choice\(len\("),
+    (
+        "02_ar_decoder",
+        "attend_with_cache",
+        r"cache_[kv]\[:, :, [^\]]*\]\s*=(?!=)|arange\(start, start \+ T\)|1\s*/\s*sqrt\(hd\)",
+    ),
+    ("02_ar_decoder", "top_p_filter", r"cumsum\([^)]*\)\s*-|cumulative sum minus|masked_fill, not masked_fill_"),
     ("03_masked_diffusion", "tokens_per_step", r"\beven_split\b"),
-    ("03_masked_diffusion", "commit_most_confident", r"argsort\(\)\.argsort\(\)"),
-    ("04_roofline", "predicted_step_seconds", r"\(weights? \+ KV( bytes)?\) / bandwidth|\(weight_bytes \+ kv_bytes\)"),
+    (
+        "03_masked_diffusion",
+        "commit_most_confident",
+        r"stable=True|argsort\([^)]*\)\.argsort\(|keeps? equal values in their|stable sort",
+    ),
+    (
+        "04_roofline",
+        "predicted_step_seconds",
+        r"\(weights? \+ KV( bytes)?\) / bandwidth|\(weight_bytes \+ kv_bytes\)|total_bytes / \w+\.bandwidth",
+    ),
     (
         "04_roofline",
         "crossover_width",
-        r"peak (x|\*|×) bytes per weight|peak_flops \* bytes_per_weight|2 x the ridge",
+        r"peak (x|\*|×) bytes per weight|peak_flops \* bytes_per_weight|2 x the ridge"
+        r"|W\* = 2 x |twice peak / bandwidth",
     ),
+    ("05_gpus", "more exercises, 1", r"more passes than the effective ridge|slower than AR on every device whose"),
+    ("05_gpus", "more exercises, 2", r"64 times the arithmetic|already uses the spare arithmetic"),
+    ("06_speculative", "verify_draft", r"norm\(max\(0, p(\[i\])? - q(\[i\])?\)\)|\(p\[i\] - q\[i\]\)\.clamp"),
     ("06_speculative", "acceptance_rate", r"\\min\(p(\(x\))?, q(\(x\))?\)|np\.minimum\(p, q\)|1 - \\mathrm\{TV\}"),
     ("06_speculative", "more exercises, 2", r"where it loses"),  # the drafter of "Going deeper" exercise 2
 ]

@@ -9,6 +9,7 @@ never collects one.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import re
@@ -153,6 +154,33 @@ def test_the_copy_gives_nothing_away(student):
     assert answered >= predictions >= 6  # every prediction's cell, at least
 
 
+HINT_MODULES = {  # notebook -> the module whose checks print its exercises' hints
+    "01_chain_rule": "chain_rule",
+    "02_ar_decoder": "ar_decoding",
+    "03_masked_diffusion": "masked_diffusion",
+    "04_roofline": "roofline",
+    "06_speculative": "speculative",
+}
+
+
+def _strings(path: Path) -> list[str]:
+    """Every str constant of a module, the literal parts of its f-strings among them."""
+    tree = ast.parse(path.read_text())
+    return [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
+def test_no_hint_gives_its_exercise_away():
+    """A check's hint is shown to the learner before the answer: it may name what is wrong, never
+    print the code or formula that GIVEAWAYS knows for the notebook's exercises."""
+    exercises = Path(solutions.__file__).resolve().parent.parent / "exercises"
+    found = []
+    for notebook, exercise, pattern in GIVEAWAYS:
+        if notebook in HINT_MODULES:
+            module = exercises / f"{HINT_MODULES[notebook]}.py"
+            found += [(exercise, text) for text in _strings(module) if re.search(pattern, text)]
+    assert found == []
+
+
 def _planted(student, name, index, change):
     copy = {n: nbformat.from_dict(json.loads(json.dumps(nb))) for n, nb in student.items()}
     change(copy[name].cells[index] if index is not None else copy[name])
@@ -185,6 +213,31 @@ def test_a_planted_leak_of_each_kind_is_found(student):
         ),
         "points to a folded solution": ("00_start_here.ipynb", len(nb00.cells) - 1,
                                         lambda c: setattr(c, "source", c.source + " The solution folded below.")),
+        "gives sentence_log2prob away": (
+            "01_chain_rule.ipynb",
+            0,
+            lambda c: setattr(c, "source", c.source + "\nlog_p += math.log(LANG.next_token_probs(x[:k])[token])"),
+        ),
+        "gives verify_draft away": (
+            "06_speculative.ipynb",
+            0,
+            lambda c: setattr(c, "source", c.source + "\nA rejection draws from norm(max(0, p - q))."),
+        ),
+        "gives more exercises, 1 away": (
+            "05_gpus.ipynb",
+            0,
+            lambda c: setattr(c, "source", c.source + "\nA dLLM with more passes than the effective ridge loses."),
+        ),
+        "gives attend_with_cache away": (
+            "02_ar_decoder.ipynb",
+            0,
+            lambda c: setattr(c, "source", c.source + "\nWrite them in place: cache_k[:, :, start:start + T] = k"),
+        ),
+        "gives top_p_filter away": (
+            "02_ar_decoder.ipynb",
+            0,
+            lambda c: setattr(c, "source", c.source + "\nKeep it while the cumulative sum minus its own is below p."),
+        ),
         "gives sample_sentence away": (
             "01_chain_rule.ipynb",
             0,
