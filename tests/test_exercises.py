@@ -371,6 +371,7 @@ WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("acceptance_rate", lambda p, q: np.minimum(p, q).sum(), "the last axis only"),
     ("acceptance_rate", lambda p, q: np.minimum(1, p / q).sum(-1), "weight each token's chance"),
     ("acceptance_rate", lambda p, q: (p * q).sum(-1), "two independent draws"),
+    ("acceptance_rate", lambda p, q: (q * np.minimum(1, p / q)).sum(-1), "p / q is 0 / 0"),  # nan where both are 0
 ]
 
 

@@ -187,6 +187,11 @@ def _planted(student, name, index, change):
     return [leak for leak in leaks(copy) if leak.startswith(name.removesuffix(".ipynb"))]
 
 
+def _adding(text):
+    """A change that appends a line of text to a cell."""
+    return lambda cell: setattr(cell, "source", cell.source + "\n" + text)
+
+
 def _first(nb, test) -> int:
     return next(i for i, cell in enumerate(nb.cells) if test(cell))
 
@@ -214,59 +219,33 @@ def test_a_planted_leak_of_each_kind_is_found(student):
         "points to a folded solution": ("00_start_here.ipynb", len(nb00.cells) - 1,
                                         lambda c: setattr(c, "source", c.source + " The solution folded below.")),
         "gives sentence_log2prob away": (
-            "01_chain_rule.ipynb",
-            0,
-            lambda c: setattr(c, "source", c.source + "\nlog_p += math.log(LANG.next_token_probs(x[:k])[token])"),
+            "01_chain_rule.ipynb", 0, _adding("log_p += math.log(LANG.next_token_probs(x[:k])[token])")
         ),
-        "gives verify_draft away": (
-            "06_speculative.ipynb",
-            0,
-            lambda c: setattr(c, "source", c.source + "\nA rejection draws from norm(max(0, p - q))."),
-        ),
+        "gives verify_draft away": ("06_speculative.ipynb", 0, _adding("A rejection draws from norm(max(0, p - q)).")),
         "gives more exercises, 1 away": (
-            "05_gpus.ipynb",
-            0,
-            lambda c: setattr(c, "source", c.source + "\nA dLLM with more passes than the effective ridge loses."),
+            "05_gpus.ipynb", 0, _adding("A dLLM with more passes than the effective ridge loses.")
         ),
         "gives attend_with_cache away": (
-            "02_ar_decoder.ipynb",
-            0,
-            lambda c: setattr(c, "source", c.source + "\nWrite them in place: cache_k[:, :, start:start + T] = k"),
+            "02_ar_decoder.ipynb", 0, _adding("Write them in place: cache_k[:, :, start:start + T] = k")
         ),
         "gives top_p_filter away": (
-            "02_ar_decoder.ipynb",
-            0,
-            lambda c: setattr(c, "source", c.source + "\nKeep it while the cumulative sum minus its own is below p."),
+            "02_ar_decoder.ipynb", 0, _adding("Keep it while the cumulative sum minus its own is below p.")
         ),
-        "gives sample_sentence away": (
-            "01_chain_rule.ipynb",
-            0,
-            lambda c: setattr(c, "source", c.source + "\nUse rng.choice(len(p), p=p)."),
-        ),
+        "gives sample_sentence away": ("01_chain_rule.ipynb", 0, _adding("Use rng.choice(len(p), p=p).")),
         "gives tokens_per_step away": (
             "03_masked_diffusion.ipynb",
             1,
             lambda c: setattr(c, "source", "from helpers.diffusion import even_split\n" + c.source),
         ),
         "gives predicted_step_seconds away": (
-            "04_roofline.ipynb",
-            0,
-            lambda c: setattr(c, "source", c.source + "\n✓ agrees with (weights + KV bytes) / bandwidth"),
+            "04_roofline.ipynb", 0, _adding("✓ agrees with (weights + KV bytes) / bandwidth")
         ),
         "gives crossover_width away": (
-            "04_roofline.ipynb",
-            0,
-            lambda c: setattr(c, "source", c.source + "\nW* = peak x bytes per weight / (2 x bandwidth)"),
+            "04_roofline.ipynb", 0, _adding("W* = peak x bytes per weight / (2 x bandwidth)")
         ),
-        "gives acceptance_rate away": (
-            "06_speculative.ipynb",
-            0,
-            lambda c: setattr(c, "source", c.source + "\n$\\alpha = \\sum_x \\min(p(x), q(x))$"),
-        ),
+        "gives acceptance_rate away": ("06_speculative.ipynb", 0, _adding("$\\alpha = \\sum_x \\min(p(x), q(x))$")),
         "gives more exercises, 2 away": (
-            "06_speculative.ipynb",
-            0,
-            lambda c: setattr(c, "source", c.source + "\nExercise 2 tries the same fix here, where it loses."),
+            "06_speculative.ipynb", 0, _adding("Exercise 2 tries the same fix here, where it loses.")
         ),
     }  # fmt: skip
     for kind, (name, index, change) in cases.items():

@@ -147,6 +147,8 @@ def _alpha_report(fn) -> str:
     p, q = rng.dirichlet(np.ones(6), size=(5, 4)), rng.dirichlet(np.ones(6), size=(5, 4))  # (5, 4, 6)
     q[0, 0] = p[0, 0]  # identical: alpha 1
     q[0, 1] = np.eye(6)[int(np.argmin(p[0, 1]))]  # a one-hot q on p's least likely token
+    p[0, 2, 5] = q[0, 2, 5] = 0  # a token neither proposes nor accepts: p / q is 0 / 0 there
+    p[0, 2], q[0, 2] = p[0, 2] / p[0, 2].sum(), q[0, 2] / q[0, 2].sum()
     cases = [("batched p and q (5, 4, 6)", p, q), ("one pair of distributions (6,)", p[1, 2], q[1, 2])]
     lowest = 1.0
     for case, pc, qc in cases:
@@ -162,9 +164,15 @@ def _alpha_report(fn) -> str:
         lowest = min(lowest, float(brute.min()))
         if np.allclose(got, brute, rtol=0, atol=1e-12):
             continue
+        nan_hint = "where p and q are both 0, p / q is 0 / 0: a token the drafter never proposes adds nothing"
+        known = np.isfinite(got)  # a known mistake is named even where it also divides 0 by 0
         hint = next(
-            (hint for hint, wrong in _alpha_mistakes(pc, qc).items() if np.allclose(got, wrong, rtol=0, atol=1e-12)),
-            ALPHA_HINT,
+            (
+                hint
+                for hint, wrong in _alpha_mistakes(pc, qc).items()
+                if np.allclose(got[known], wrong[known], rtol=0, atol=1e-12)
+            ),
+            ALPHA_HINT if known.all() else nan_hint,
         )
         where = np.unravel_index(int(np.argmax(np.abs(got - brute))), brute.shape)
         raise Failed(
