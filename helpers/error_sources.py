@@ -1,24 +1,46 @@
-"""Where a sampler's shortfall comes from: the model, the factorization, or the selection.
+"""Where a sampler's shortfall comes from: the rule, its grouping, or the model.
 
 A masked-diffusion sampler can write worse documents than the language for three reasons, and the
-exact denoiser (helpers.exact_denoiser) tells them apart:
+exact denoiser (helpers.exact_denoiser, a perfect model) tells them apart. Each is measured along
+one path, from the language to the trained model, one change at a time:
 
-1. **model error**: the trained network's conditionals are not the language's. The trained model's
-   documents minus the exact denoiser's, same sampler, same tokens per pass.
-2. **factorization error**: a pass commits several positions, each drawn from its own marginal, a
-   product of marginals in place of their joint. The exact denoiser in random order (positions
-   chosen without looking at what was drawn) minus the language itself. At one token per pass it
-   is zero: that is the chain rule in a random order.
-3. **selection bias**: choosing *which* positions to commit by how likely the token drawn there is.
-   The exact denoiser with the sampler's rule minus the exact denoiser in random order.
+1. **selection**: the rule alone, with no parallelism. The exact denoiser with the sampler's rule at
+   one token per pass minus the language. Random order at one token per pass is the chain rule in a
+   random order: it writes the language itself, so its selection is 0. Confidence order is not: it
+   commits the likeliest of the tokens it drew, and even one at a time that is a bias.
+2. **factorization**: what committing the rule's *own* groups together costs. The exact denoiser
+   with the rule at k tokens per pass minus the same rule at one. A pass draws each position of its
+   group from its own marginal, a product of marginals in place of their joint.
+3. **model**: the trained network's conditionals are not the language's. The trained model minus
+   the exact denoiser, same rule, same tokens per pass.
 
-On each measure the three add up: trained model - language = model + factorization + selection.
+On each measure the three add up, since the path telescopes:
+trained model - language = model + factorization + selection.
 
-The factorization also has an exact price in bits. Random order with k positions a pass replaces,
-at every step, the joint of the k positions by the product of their marginals. Summed over the
-steps, E[-log2 prod p(x_i | visible) - (-log2 P(x))] over documents x ~ P and random orders bounds
-KL(P || Q) of the sampler's output Q (data processing: the order is forgotten). With exact
-conditionals it is 0 at k = 1 and sum_i H(x_i) - H(x) at k = 32 (one pass), both exactly.
+Random order's own factorization is shown beside each rule's. Their difference, **grouping** (the
+rule's factorization minus random order's at the same rate), is what choosing *which* positions go
+together is worth: the interaction of the rule with the rate, reported as its own term and never
+folded into another name. Confidence order groups positions whose joint is nearly the product of
+their marginals (the padding at the end, words fixed by what is written), which is what Fast-dLLM's
+threshold is built on: commit together only what is nearly independent given the canvas.
+
+Standard errors are paired: both sweeps draw document i of every setting with the same seed (common
+random numbers), so one bootstrap resample of the document indices serves every run a term compares,
+and each term's error is the spread of the term itself over the resamples.
+
+Length and gap are measured on each run's own valid documents, as the matching rule
+(helpers.matching) measures them, so that the three terms add up to the shortfall it sees. A length
+or gap term therefore compares two different sets of survivors (the documents valid in each run),
+and is a difference between two settings, not what happened to the same documents.
+
+The factorization also has a price in bits. For a fixed order of the positions (and a fixed
+schedule), the sampler draws x with probability Q_order(x), the product over its passes of the
+marginals it commits; E over documents x ~ P of log2 P(x) - log2 Q_order(x) is KL(P || Q_order).
+`order_averaged_kl` averages it over random orders. The sampler itself draws from Q, the mixture of
+Q_order over orders, and by convexity KL(P || Q) <= E_order KL(P || Q_order): the estimate is an
+upper bound on the sampler's KL. At one token per pass it is 0 with exact conditionals; at one pass
+every order is the same, and it is exactly the total correlation sum_i H(x_i) - H(x)
+(`total_correlation`).
 """
 
 from __future__ import annotations
@@ -31,25 +53,22 @@ import torch
 
 from helpers.diffusion import even_split, masked_logits
 from helpers.matched_quality import LENGTH, Run, Sweep
-from helpers.quality import exact_documents, score_documents
+from helpers.matching import MEASURES, language_value
+from helpers.quality import score_documents
 from helpers.toylang import LANG
 from helpers.validation import check_int, check_positive
 
 SOURCES = ("model", "factorization", "selection")
 MEASURE_LABELS = {"validity": "valid documents", "length": "sentences per valid document",
                   "diversity": "within-sentence gap (bits per sentence)"}  # fmt: skip
-NEUTRAL = "random"  # the order that never looks at the draws
+NEUTRAL = "random"  # the order that never looks at the draws: its selection is 0
 LIMIT_OF = {"threshold (Fast-dLLM)": "confidence", "threshold, entropy order": "entropy"}  # tau -> 1: K = 32
+BOOT = 1000  # paired bootstrap resamples behind every term's standard error
 
 
 def truth(measure: str) -> float:
     """The language's own value of a measure: 100 % valid, 3.96 sentences, the pooled gap."""
-    exact = exact_documents(LENGTH + 1)
-    values = {"validity": 1.0, "length": exact.mean_sentences,
-              "diversity": exact.pooled_sentence_bits - exact.sentence_entropy}  # fmt: skip
-    if measure not in values:
-        raise ValueError(f"measure must be one of {tuple(values)}, got {measure!r}")
-    return values[measure]
+    return language_value(measure)
 
 
 def value(run: Run, measure: str) -> tuple[float, float]:
@@ -86,48 +105,136 @@ def value_at(runs: list[Run], rate: float, measure: str) -> tuple[float, float]:
     return math.nan, math.nan
 
 
+# ----------------------------------------------------------------------------- paired bootstrap
+
+
+def _resampled(run: Run, boot: int, seed: int) -> dict[str, np.ndarray]:
+    """Tokens per pass and every measure of `run` on `boot` resamples of its documents, (boot,)
+    each. The resamples depend only on (boot, seed, n): every run of n documents gets the same
+    document indices, so runs that share seeds document by document are resampled in pairs."""
+    key = f"_paired_bootstrap_{boot}_{seed}"
+    if key not in run.__dict__:
+        s = run.scores
+        rows = np.random.default_rng(seed).integers(0, run.n, (boot, run.n))  # (boot, n)
+        valid = s.valid[rows]  # (boot, n)
+        count = np.where(s.valid, s.sentences, 0)[rows].sum(axis=1).astype(float)  # sentences of valid documents
+        bits = np.nan_to_num(np.nansum(s.sentence_bits, axis=1))[rows].sum(axis=1)  # 0 where invalid
+        n_valid = valid.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            run.__dict__[key] = {
+                "rate": LENGTH / run.passes[rows].mean(axis=1),
+                "validity": valid.mean(axis=1),
+                "length": np.where(n_valid > 0, count / n_valid, np.nan),
+                "diversity": np.where(count > 0, bits / count - LANG.entropy_bits(), np.nan),
+            }
+    return run.__dict__[key]
+
+
+def _resampled_at(runs: list[Run], rate: float, measure: str, boot: int, seed: int) -> np.ndarray:
+    """`measure` at `rate` tokens per pass on every resample (boot,), read off the straight line
+    between the two settings around the rate as that resample measures both; NaN where the rate
+    lies outside the resample's settings."""
+    rates = np.stack([_resampled(r, boot, seed)["rate"] for r in runs], axis=1)  # (boot, R)
+    values = np.stack([_resampled(r, boot, seed)[measure] for r in runs], axis=1)  # (boot, R)
+    order = np.argsort(rates, axis=1)  # each resample's settings from the slowest up
+    x, y = np.take_along_axis(rates, order, axis=1), np.take_along_axis(values, order, axis=1)  # (boot, R)
+    above = (x < rate - 1e-9).sum(axis=1).clip(1, len(runs) - 1)  # (boot,) the first setting at or past the rate
+    x0, x1 = np.take_along_axis(x, above[:, None] - 1, 1)[:, 0], np.take_along_axis(x, above[:, None], 1)[:, 0]
+    y0, y1 = np.take_along_axis(y, above[:, None] - 1, 1)[:, 0], np.take_along_axis(y, above[:, None], 1)[:, 0]
+    if len(runs) == 1:
+        x0 = x1 = x[:, 0]
+        y0 = y1 = y[:, 0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = np.where(x1 > x0, (rate - x0) / (x1 - x0), 0.0)
+    inside = (x[:, 0] - 1e-9 <= rate) & (rate <= x[:, -1] + 1e-9)
+    return np.where(inside, (1 - w) * y0 + w * y1, np.nan)
+
+
+def paired_se(draws: np.ndarray) -> float:
+    """The standard error of a term from its paired bootstrap draws (NaN where fewer than half are
+    defined: the term has no stable value there)."""
+    draws = np.asarray(draws, dtype=float)
+    finite = draws[np.isfinite(draws)]
+    if len(finite) < max(2, len(draws) / 2):
+        return math.nan
+    return float(finite.std(ddof=1))
+
+
+# ----------------------------------------------------------------------------- the split
+
+
 @dataclass(frozen=True)
 class Split:
     """One sampler's shortfall against the language on one measure at one rate, in three parts
-    (each a difference of two measured values; se: standard error, the two taken as independent)."""
+    that add up, each (value, paired bootstrap standard error); and, beside them, random order's
+    own factorization and the grouping, the rule's factorization minus random order's."""
 
     sampler: str
     rate: float
     measure: str
-    model: tuple[float, float]
-    factorization: tuple[float, float]
-    selection: tuple[float, float]
+    model: tuple[float, float]  # trained minus exact denoiser, this rule at this rate
+    factorization: tuple[float, float]  # exact denoiser: this rule at this rate minus at one token per pass
+    selection: tuple[float, float]  # exact denoiser: this rule at one token per pass minus the language
+    random_factorization: tuple[float, float]  # exact denoiser: random order at this rate minus at one
+    grouping: tuple[float, float]  # factorization - random_factorization: what the rule's choice of groups is worth
 
     @property
     def total(self) -> float:
         """The trained model's value minus the language's."""
         return self.model[0] + self.factorization[0] + self.selection[0]
 
+    @property
+    def survivors(self) -> bool:
+        """True for length and gap: each run's own valid documents, so each term compares different
+        survivors (module docstring)."""
+        return self.measure != "validity"
 
-def three_way_split(exact: Sweep, trained: Sweep, sampler: str, rate: float, measure: str) -> Split:
-    """Split `sampler`'s shortfall on `measure` at `rate` tokens per pass into model error (trained
-    minus exact, same sampler), factorization error (exact random order minus the language) and
-    selection bias (exact sampler minus exact random order)."""
-    mine = value_at(curve(trained, sampler), rate, measure)
-    perfect = value_at(curve(exact, sampler), rate, measure)
-    neutral = value_at(curve(exact, NEUTRAL), rate, measure)
 
-    def diff(a, b):
-        return a[0] - b[0], math.hypot(a[1], b[1])
+def three_way_split(
+    exact: Sweep, trained: Sweep, sampler: str, rate: float, measure: str, *, boot: int = BOOT, seed: int = 0
+) -> Split:
+    """Split `sampler`'s shortfall on `measure` at `rate` tokens per pass along the path language ->
+    rule at one token per pass (selection) -> rule at `rate` (factorization) -> trained model
+    (model), on the exact denoiser until the last step. Standard errors: `boot` paired bootstrap
+    resamples of the documents (the same indices for every run). NaN where a rule's settings do
+    not reach one token per pass or `rate`, or where a measure has no valid document."""
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
+    boot, seed = check_int(boot, "boot", 2), check_int(seed, "seed", 0)
+    mine, perfect, neutral = curve(trained, sampler), curve(exact, sampler), curve(exact, NEUTRAL)
+    points = {  # (value on every document, value on each resample)
+        "trained": (mine, rate), "exact": (perfect, rate), "exact at 1": (perfect, 1.0),
+        "random": (neutral, rate), "random at 1": (neutral, 1.0),
+    }  # fmt: skip
+    full = {k: value_at(runs, r, measure)[0] for k, (runs, r) in points.items()}
+    draws = {k: _resampled_at(runs, r, measure, boot, seed) for k, (runs, r) in points.items()}
+    language = truth(measure)
 
-    return Split(sampler, rate, measure, diff(mine, perfect), diff(neutral, (truth(measure), 0.0)),
-                 diff(perfect, neutral))  # fmt: skip
+    def term(a: str, b: str | None, c: str | None = None, d: str | None = None) -> tuple[float, float]:
+        """(a - b) - (c - d) on every document, with its paired standard error; None: the language."""
+
+        def of(values, name):
+            return 0.0 if name is None else (language if name == "language" else values[name])
+
+        point = of(full, a) - of(full, b) - (of(full, c) - of(full, d))
+        spread = of(draws, a) - of(draws, b) - (of(draws, c) - of(draws, d))
+        exact_zero = a == c and b == d  # the same measurement subtracted from itself
+        return (0.0, 0.0) if exact_zero else (float(point), paired_se(spread) if math.isfinite(point) else math.nan)
+
+    fact, random_fact = term("exact", "exact at 1"), term("random", "random at 1")
+    grouping = (0.0, 0.0) if sampler == NEUTRAL else term("exact", "exact at 1", "random", "random at 1")
+    return Split(sampler, rate, measure, term("trained", "exact"), fact, term("exact at 1", "language"),
+                 random_fact, grouping)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- the factorization, in bits
 
 
 @torch.no_grad()
-def parallel_commit_bits(model, steps: int, n_docs: int = 256, seed: int = 0) -> tuple[float, float]:
-    """Bits per document (mean, standard error) that random order in `steps` passes loses to the
-    chain rule: E[sum over the passes of -log2 p(x_i | what was visible) - (-log2 P(x))] over
-    n_docs documents x of the language and one random order each. With the exact denoiser it is
-    the factorization's price, a bound on KL(P || Q); with a trained model, model + factorization."""
+def lost_bits_per_document(model, steps: int, n_docs: int = 256, seed: int = 0) -> np.ndarray:
+    """For n_docs documents x of the language, each with its own random order of the 32 positions
+    filled in `steps` passes (the even split): log2 P(x) - log2 Q_order(x), where Q_order(x) is the
+    product over the passes of the conditionals p(x_i | what earlier passes wrote). (n_docs,) bits."""
     steps = check_int(steps, "steps", 1, LENGTH)
     n_docs, seed = check_int(n_docs, "n_docs", 2), check_int(seed, "seed", 0)
     docs = torch.from_numpy(LANG.sample_documents(n_docs, LENGTH + 1, seed=seed))  # (B, T)
@@ -140,14 +247,44 @@ def parallel_commit_bits(model, steps: int, n_docs: int = 256, seed: int = 0) ->
         logp = torch.log_softmax(masked_logits(model, canvas).double(), dim=-1)  # (B, T, V)
         here = logp.gather(-1, docs[..., None]).squeeze(-1)  # (B, T) log p(true token)
         nats -= torch.where(step_of == j, here, torch.zeros_like(here)).sum(dim=1)
-    excess = nats.numpy() / math.log(2) - score_documents(docs).document_bits  # (B,)
-    return float(excess.mean()), float(excess.std(ddof=1) / math.sqrt(n_docs))
+    return nats.numpy() / math.log(2) - score_documents(docs).document_bits  # (B,)
 
 
-def one_pass_bits(length: int = LENGTH + 1) -> float:
-    """Exactly what one pass over an empty canvas loses: sum_i H(x_i) - H(x), bits per document
-    (the total correlation of the document's positions)."""
+def order_averaged_kl(model, steps: int, n_docs: int = 256, seed: int = 0) -> tuple[float, float]:
+    """E over random orders of KL(P || Q_order), bits per document (mean, standard error over
+    n_docs documents, one order each): what filling the 32 positions in `steps` passes loses to the
+    chain rule. An upper bound on KL(P || Q) of the sampler's output Q, which mixes over orders;
+    at steps = 1 every order is the same and it is the total correlation (`total_correlation`).
+    With a trained model it holds the model's own error too."""
+    lost = lost_bits_per_document(model, steps, n_docs, seed)
+    return float(lost.mean()), float(lost.std(ddof=1) / math.sqrt(len(lost)))
+
+
+def total_correlation(length: int = LENGTH + 1) -> float:
+    """Exactly what one pass over an empty canvas loses: sum_i H(x_i) - H(x) = KL(P || prod of the
+    marginals), bits per document (the total correlation of the document's positions)."""
     marginals = LANG.document_marginals(length)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_position = -np.nansum(np.where(marginals > 0, marginals * np.log2(marginals), 0.0), axis=1)
     return float(per_position.sum() - LANG.document_entropy_bits(length))
+
+
+def one_pass_calibration(samples: int = 100, n_docs: int = 1024, first_seed: int = 1) -> dict[str, float]:
+    """Is the one-pass estimate's standard error honest? `samples` independent estimates of
+    n_docs documents each (seeds first_seed, first_seed + 1, ...) on the exact denoiser, each as a
+    z-score (estimate - total correlation) / its standard error: their mean and spread (0 and 1 if
+    calibrated), the share below the exact value and the share more than 2 standard errors below
+    (0.5 and about 0.023), and the skewness of the per-document losses, all samples pooled."""
+    from helpers.exact_denoiser import ExactDenoiser
+
+    samples, n_docs = check_int(samples, "samples", 2), check_int(n_docs, "n_docs", 2)
+    exact, model, z, pooled = total_correlation(), ExactDenoiser(), [], []
+    for seed in range(check_int(first_seed, "first_seed", 0), first_seed + samples):
+        lost = lost_bits_per_document(model, 1, n_docs, seed)
+        z.append((lost.mean() - exact) / (lost.std(ddof=1) / math.sqrt(n_docs)))
+        pooled.append(lost)
+    z, pooled = np.array(z), np.concatenate(pooled)
+    skew = float(((pooled - pooled.mean()) ** 3).mean() / pooled.std() ** 3)
+    return {"samples": samples, "n_docs": n_docs, "first_seed": first_seed, "z_mean": float(z.mean()),
+            "z_sd": float(z.std(ddof=1)), "share_below": float((z < 0).mean()),
+            "share_below_2se": float((z < -2).mean()), "skewness": skew}  # fmt: skip

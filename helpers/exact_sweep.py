@@ -6,13 +6,15 @@ language's exact conditionals. What these documents get wrong is the sampler's f
 difference from the trained model's documents, at the same setting, is the model's.
 
 The grid is helpers.matched_quality.STRATEGIES, plus K = 4 (8 tokens per pass) for the orders
-that notebook 03 follows furthest, and random order's price in bits (meta["commit_bits"]: see
-helpers.error_sources.parallel_commit_bits). Only each document's scores are kept (valid, sentences,
-padding, the bits of its first sentence and of the rest, its passes), not the documents:
-everything helpers.quality and helpers.matching compute from a document they compute from these.
+that notebook 03 follows furthest, and random order's price in bits (meta["lost_bits"]: the
+fixed-order KL averaged over orders, helpers.error_sources.order_averaged_kl, on 4096 documents,
+with the one-pass estimate's calibration over 100 more samples in meta["one_pass_calibration"]).
+Only each document's scores are kept (valid, sentences, padding, the bits of its first sentence
+and of the rest, its passes), not the documents: everything helpers.quality and helpers.matching
+compute from a document they compute from these.
 
 `python -m helpers.exact_sweep` writes data/exact_sweep.json deterministically, with a progress
-bar, in about 23 minutes on two cores (meta["build_seconds"] says how long it took).
+bar, in about 30 minutes on two cores (meta["build_seconds"] says how long it took).
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ from helpers.validation import check_int, check_path
 
 EXACT_SWEEP_JSON = Path(__file__).resolve().parent.parent / "data" / "exact_sweep.json"
 FURTHER = (4,)  # K added for the orders followed to 8 tokens per pass
-COMMIT_RATES = (1, 2, 4, 8, 32)  # tokens per pass at which random order's lost bits are computed
+LOST_BITS_RATES = (1, 2, 4, 8, 32)  # tokens per pass at which random order's lost bits are computed
+LOST_BITS_DOCS = 4096  # documents (one random order each) behind each of them
 EXACT_STRATEGIES = {
-    name: (kwargs, (FURTHER + grid) if name in ("random", "confidence", "entropy") else grid)
+    name: (kwargs, (FURTHER + grid) if name in ("random", "confidence", "entropy", "margin") else grid)
     for name, (kwargs, grid) in STRATEGIES.items()
 }
 _FIELDS = {"valid": np.uint8, "sentences": np.uint8, "padding": np.uint8, "passes": np.uint8,
@@ -81,6 +84,8 @@ def load_exact_sweep(path: str | Path | None = None) -> Sweep:
     if not path.is_file():
         raise ValueError(f"{path.name} not found; rebuild it with: python -m helpers.exact_sweep")
     data = json.loads(path.read_text())
+    if data.get("format") != 2:
+        raise ValueError(f"{path.name} is in an older format; rebuild it with: python -m helpers.exact_sweep")
     runs: dict[str, list[Run]] = {}
     for d in data["runs"]:
         runs.setdefault(d["strategy"], []).append(expand(d))
@@ -94,17 +99,19 @@ def exact_run(strategy: str, setting: float, chunk: int, n_docs: int = CHUNK) ->
     return sweep_run(ExactDenoiser(), strategy, setting, chunk, n_docs, table=EXACT_STRATEGIES)
 
 
-def commit_bits(n_docs: int = 1024, rates=COMMIT_RATES) -> dict:
-    """Random order's bits per document lost to the chain rule at each rate (tokens per pass), for
-    the exact denoiser and the trained model (helpers.error_sources.parallel_commit_bits), each
-    [mean, standard error] on the same n_docs documents and orders."""
+def lost_bits(n_docs: int = LOST_BITS_DOCS, rates=LOST_BITS_RATES) -> dict:
+    """Random order's bits per document lost to the chain rule at each rate (tokens per pass): the
+    fixed-order KL averaged over orders (helpers.error_sources.order_averaged_kl), for the exact
+    denoiser and the trained model, each [mean, standard error] on the same n_docs documents and
+    orders."""
     from helpers.checkpoints import load_pretrained
-    from helpers.error_sources import parallel_commit_bits
+    from helpers.error_sources import order_averaged_kl
     from helpers.exact_denoiser import ExactDenoiser
 
     models = {"exact": ExactDenoiser(), "trained": load_pretrained("mdlm")}
-    return {name: {str(k): list(parallel_commit_bits(m, LENGTH // k, n_docs)) for k in rates}
+    bits = {name: {str(k): list(order_averaged_kl(m, LENGTH // k, n_docs)) for k in rates}
             for name, m in models.items()}  # fmt: skip
+    return {"n_docs": n_docs, **bits}
 
 
 def build_exact_sweep(chunks: int = 8, progress: bool = True) -> dict:
@@ -115,14 +122,17 @@ def build_exact_sweep(chunks: int = 8, progress: bool = True) -> dict:
     start, runs = time.perf_counter(), []
     for name, setting in tqdm(grid, desc="exact sweep", unit="setting", disable=not progress):
         runs.append(_concat([exact_run(name, setting, c) for c in range(chunks)]))
-    bits = commit_bits()
+    from helpers.error_sources import one_pass_calibration
+
+    bits, calibration = lost_bits(), one_pass_calibration()
     return {
-        "format": 1,
+        "format": 2,
         "meta": {
             **sweep_meta("python -m helpers.exact_sweep", chunks, start),
             "denoiser": "helpers.exact_denoiser.ExactDenoiser: the language's exact conditionals",
             "temperature": "1 for every setting",
-            "commit_bits": bits,
+            "lost_bits": bits,
+            "one_pass_calibration": calibration,
         },
         "runs": [compact(r) for r in runs],
     }

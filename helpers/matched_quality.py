@@ -8,7 +8,7 @@ documents themselves (and, per document, the passes that committed one of its to
 log2 Q(x)), so helpers.quality can score them on every axis: validity, length, diversity.
 helpers.matching then reads off tokens per pass at the AR model's quality.
 
-Generating the grid takes about half an hour on two cores, so it is shipped:
+Generating the grid takes 30 to 50 minutes on two cores, so it is shipped:
 `python -m helpers.matched_quality` writes data/matched_quality.json deterministically: chunk c
 of every setting is sampled with torch.Generator().manual_seed(c), the same seeds for every
 setting (common random numbers: differences between settings are not drowned by sampling noise).
@@ -51,13 +51,20 @@ REMDM_ETAS = {  # (schedule, eta) -> where eta comes from
     ("rescale", 0.5): "this course: about as many re-maskings per token in 32 passes as the script's in 1024 steps",
 }
 STRESS_TEST = "stress test: re-mask the 25 % least sure"  # the course's own schedule, not ReMDM's
-STRATEGIES = {  # name -> keyword arguments of helpers.diffusion.sample, and the grid it is run on
+# The rules swept, name -> keyword arguments of helpers.diffusion.sample and the grid it is run on. One more
+# entry on BUDGETS (7 settings x 1024 documents) costs about 2 minutes of this build and 1.5 of
+# helpers.exact_sweep's on two cores (margin order, measured), but both files are rebuilt whole:
+# `python -m helpers.matched_quality` (30 to 50 minutes) and `python -m helpers.exact_sweep` (about 30),
+# then notebooks 03, 05 and 06 re-executed, since every table that lists the rules, and "the best of"
+# them, changes.
+STRATEGIES = {
     "confidence": ({}, BUDGETS),
     "random": ({"strategy": "random"}, BUDGETS),
     "confidence, blocks of 8": ({"block_length": 8}, BUDGETS),
     "threshold (Fast-dLLM)": ({}, THRESHOLDS),
     "ancestral (MDLM)": ({"strategy": "ancestral"}, BUDGETS + ANCESTRAL_EXTRA),
     "entropy": ({"strategy": "entropy"}, BUDGETS),  # the order depends on the distribution, not on the draw
+    "margin": ({"strategy": "margin"}, BUDGETS),  # top-1 minus top-2 probability: also ranked before the draw
     "threshold, entropy order": ({"strategy": "entropy"}, THRESHOLDS),
     **{
         f"{base} + ReMDM-{schedule} {eta}": (extra | {"remask": eta, "remask_schedule": schedule}, BUDGETS)
