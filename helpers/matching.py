@@ -1,33 +1,55 @@
 """Tokens per pass at the AR model's quality, matched on every measure (or on some, to compare).
 
-A diffusion setting matches the AR model when, on its valid documents (helpers.quality):
+The reference is the language itself, whose every measure this course knows exactly; the AR model
+at temperature 1 is the bar to clear. A setting matches when, on its valid documents
+(helpers.quality), it is at least as close to the language as the AR model is, up to sampling error:
 
 - validity: it is at least `Target.validity` less `validity_tolerance`. The 99 % is a convention
   (the AR model's 99.3 %, rounded down), not a measurement; the tolerance allows for sampling error;
-- length: its sentences per document are within `length_tolerance` of the AR model's;
-- diversity: its within-sentence gap is within `gap_tolerance` of the AR model's, on either side:
-  a lower gap is mode-seeking, a far higher one (AR at T = 0.5) writes unlikely sentences.
+- length: |its sentences per document - the language's| <= |the AR model's - the language's| +
+  `length_tolerance`;
+- diversity: the same rule on the within-sentence gap, against the language's own gap (not 0: a
+  late sentence must fit the room left on the canvas, so the language's own gap is below 0). A far
+  lower gap is mode-seeking, a far higher one (AR at T = 0.5) writes unlikely sentences.
+
+A setting closer to the language than the AR model is never penalised for it: the perfect model in
+random order at one token per pass, which draws from the language itself, matches.
 
 The tolerances come from the standard errors: twice the standard error of a difference between
 two settings of the AR model's size (2 x sqrt(2) x the AR model's own standard error), so a
-setting that truly equals the AR model passes each test at least 19 times in 20. Reading the
-settings of one strategy from the slowest up, each measure's margin (positive: it holds) is
-interpolated to the rate where it reaches 0, as `crossing` does; the setting matches up to the
-first such rate. Every measure a setting fails is reported (`failing`), not only the first.
+setting drawn like the AR model passes each test at least 19 times in 20. Reading the settings of
+one strategy from the slowest up, each measure's margin (positive: it holds) is interpolated to
+the rate where it reaches 0, as `crossing` does; the setting matches up to the first such rate.
+Every measure a setting fails is reported (`failing`), not only the first. The bootstrap is
+paired: the sweeps' runs share seeds document by document (common random numbers), so every
+resample takes the same documents of every setting and of the AR model.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from helpers.matched_quality import LENGTH
+from helpers.quality import exact_documents
 from helpers.toylang import LANG
 from helpers.validation import check_fraction, check_int, check_positive
 
 MEASURES = ("validity", "length", "diversity")
+
+
+@cache
+def language_value(measure: str) -> float:
+    """The language's own value of a measure, exactly: 100 % valid, 3.96 sentences per document,
+    and its pooled within-sentence gap (-0.07 bits: later sentences must fit, so are likelier)."""
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
+    exact = exact_documents(LENGTH + 1)
+    return {"validity": 1.0, "length": exact.mean_sentences,
+            "diversity": exact.pooled_sentence_bits - exact.sentence_entropy}[measure]  # fmt: skip
 
 
 def crossing(points: list[tuple[float, float]], target: float) -> float | None:
@@ -46,13 +68,13 @@ def crossing(points: list[tuple[float, float]], target: float) -> float | None:
 
 @dataclass(frozen=True)
 class Target:
-    """How close to the reference (the AR model at temperature 1) a setting must come on each
-    measure. The reference's own values are measured on its documents (again on every bootstrap
-    resample of them), so they are not stored here."""
+    """How close to the language a setting must come on each measure: as close as the AR model at
+    temperature 1 (the bar), plus sampling error. The AR model's own values are measured on its
+    documents (again on every bootstrap resample of them), so they are not stored here."""
 
     validity: float  # the validity asked for, a convention (0.99)
-    length_tolerance: float  # the largest |difference| in sentences per document that matches
-    gap_tolerance: float  # the largest |difference| in within-sentence gap that matches, bits per sentence
+    length_tolerance: float  # sentences per document a setting may lie further from the language than AR
+    gap_tolerance: float  # bits per sentence of within-sentence gap it may lie further from the language than AR
     validity_tolerance: float = 0.0  # how far below `validity` a measured validity may fall by chance
 
     @property
@@ -60,10 +82,23 @@ class Target:
         """The lowest measured validity that matches."""
         return self.validity - self.validity_tolerance
 
+    def allowed(self, measure: str, reference_value: float) -> tuple[float, float]:
+        """The values of `measure` that match when the AR model measures `reference_value`: at least
+        lowest_validity; or the language's value ± (|the AR model's distance from it| + tolerance)."""
+        if measure == "validity":
+            return self.lowest_validity, 1.0
+        tolerance = {"length": self.length_tolerance, "diversity": self.gap_tolerance}.get(measure)
+        if tolerance is None:
+            raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
+        language = language_value(measure)
+        width = abs(float(reference_value) - language) + tolerance
+        return language - width, language + width
+
     def __str__(self) -> str:
         return (
-            f"validity >= {100 * self.validity:g} % - {100 * self.validity_tolerance:.1f} points of sampling error,"
-            f" length ± {self.length_tolerance:.2f} sentences, within-sentence gap ± {self.gap_tolerance:.2f} bits"
+            f"validity >= {100 * self.validity:g} % - {100 * self.validity_tolerance:.1f} points of sampling error;"
+            f" length and within-sentence gap as close to the language as the AR model's, + {self.length_tolerance:.2f}"
+            f" sentences and + {self.gap_tolerance:.2f} bits of sampling error"
         )
 
 
@@ -109,18 +144,19 @@ def _margins(values, ref_values, target: Target) -> dict[str, float]:
     """Positive where the measure holds. NaN measures (no valid document) fail."""
     _, validity, sentences, gap = values
     _, _, ref_sentences, ref_gap = ref_values
+    length, diversity = language_value("length"), language_value("diversity")
     margins = {
         "validity": validity - target.lowest_validity,
-        "length": target.length_tolerance - abs(sentences - ref_sentences),
-        "diversity": target.gap_tolerance - abs(gap - ref_gap),
+        "length": abs(ref_sentences - length) + target.length_tolerance - abs(sentences - length),
+        "diversity": abs(ref_gap - diversity) + target.gap_tolerance - abs(gap - diversity),
     }
     return {k: (-math.inf if math.isnan(v) else v) for k, v in margins.items()}
 
 
 def margins(run, reference, target: Target) -> dict[str, float]:
     """How far one setting is inside the target on each measure (positive: it matches there):
-    validity above target.lowest_validity; length tolerance minus |difference| in sentences per
-    document; gap tolerance minus |difference| in within-sentence gap."""
+    validity above target.lowest_validity; on length and gap, how much further from the language
+    it may still go: |the reference's distance from the language| + tolerance - |its own|."""
     if not isinstance(target, Target):
         raise ValueError(f"target must be a helpers.matching.Target (see target_from), got {type(target).__name__}")
     return _margins(_Docs.of(run).values(), _Docs.of(reference).values(), target)
@@ -176,9 +212,11 @@ class AtQuality:
 
 
 def tokens_per_pass_at(runs, reference, target: Target, measures=MEASURES, *, boot=200, seed=0) -> AtQuality:
-    """Where the strategy `runs` stops matching `reference` (a Run: AR at temperature 1) on
-    `measures`, interpolated between settings, with a standard error from `boot` bootstrap
-    resamples of the documents of every setting and of the reference. The error covers sampling
+    """Where the strategy `runs` stops matching the target that `reference` (a Run: AR at
+    temperature 1) sets on `measures`, interpolated between settings, with a standard error from
+    `boot` bootstrap resamples of the documents. Where every run and the reference hold the same
+    number of documents (the sweeps: document i of every setting drawn with the same seed), the
+    resamples are paired: one draw of document indices for all of them. The error covers sampling
     noise only, not the straight line drawn between the two settings around the crossing
     (`bracket`): where those are far apart, the bracket is the honest resolution."""
     runs = list(runs) if isinstance(runs, list | tuple) else runs
@@ -201,10 +239,15 @@ def tokens_per_pass_at(runs, reference, target: Target, measures=MEASURES, *, bo
 
     value, limited_by = rate([slice(None)] * len(docs), slice(None))
     rng = np.random.default_rng(seed)
+    paired = len({len(d.valid) for d in (*docs, ref)}) == 1  # common random numbers: resample them together
     draws = []
     for _ in range(boot):
-        picks = [rng.integers(0, len(d.valid), len(d.valid)) for d in docs]
-        draws.append(rate(picks, rng.integers(0, len(ref.valid), len(ref.valid)))[0])
+        if paired:
+            rows = rng.integers(0, len(ref.valid), len(ref.valid))
+            draws.append(rate([rows] * len(docs), rows)[0])
+        else:
+            picks = [rng.integers(0, len(d.valid), len(d.valid)) for d in docs]
+            draws.append(rate(picks, rng.integers(0, len(ref.valid), len(ref.valid)))[0])
     finite = [d for d in draws if d is not None and math.isfinite(d)]
     defined = value is not None and math.isfinite(value) and len(finite) > 1
     se = float(np.std(finite, ddof=1)) if defined else math.nan

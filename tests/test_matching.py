@@ -4,9 +4,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from helpers.matched_quality import Run
-from helpers.matching import MEASURES, crossing, failing, margins, target_from, tokens_per_pass_at
-from helpers.quality import score_documents
+from helpers.error_sources import curve
+from helpers.exact_sweep import load_exact_sweep
+from helpers.matched_quality import Run, load_sweep
+from helpers.matching import MEASURES, crossing, failing, language_value, margins, target_from, tokens_per_pass_at
+from helpers.quality import exact_documents, score_documents
 from helpers.toylang import LANG
 
 TRUTH = LANG.sample_documents(12000, 33, seed=11)
@@ -27,12 +29,14 @@ def shorter():
     return TRUTH[SCORES.sentences == 3][:1024]
 
 
-def likelier():
-    """Valid, the same number of sentences as the truth, but only each count's likelier half."""
+def likelier(unlikelier=False):
+    """Valid, the same number of sentences as the truth, but only each count's likelier half (or,
+    with unlikelier=True, its less likely half)."""
     keep = []
     for k in np.unique(SCORES.sentences):
         rows = np.nonzero(SCORES.sentences == k)[0]
-        keep += list(rows[BITS[rows] < np.median(BITS[rows])])
+        half = BITS[rows] > np.median(BITS[rows]) if unlikelier else BITS[rows] < np.median(BITS[rows])
+        keep += list(rows[half])
     return TRUTH[np.array(sorted(keep))[:1024]]
 
 
@@ -126,11 +130,73 @@ def test_a_setting_that_matches_validity_and_length_but_not_the_gap_is_rejected(
     assert tokens_per_pass_at(runs, ref, target, ("validity", "length"), boot=0).tokens_per_pass == math.inf
     full = tokens_per_pass_at(runs, ref, target, boot=0)
     assert full.tokens_per_pass is None and full.limited_by == ("diversity",)
-    # the gap is two-sided: far more diverse than the reference (a higher gap) does not match either
-    mode_seeking_reference = runs[0]
-    diverse = [run_of(TRUTH[1024:2048], 1.0, 32)]
-    assert failing(diverse[0], mode_seeking_reference, target) == ("diversity",)
-    assert tokens_per_pass_at(diverse, mode_seeking_reference, target, boot=0).limited_by == ("diversity",)
+    # the gap is two-sided around the language: far less likely sentences than the language's (a
+    # higher gap) do not match either
+    unlikely = [run_of(likelier(unlikelier=True), 1.0, 32)]
+    assert unlikely[0].quality.sentence_gap[0] > language_value("diversity") + 0.5
+    assert failing(unlikely[0], ref, target) == ("diversity",)
+    assert tokens_per_pass_at(unlikely, ref, target, boot=0).limited_by == ("diversity",)
+
+
+def test_a_setting_closer_to_the_language_than_the_ar_model_is_never_penalised():
+    """The reference is the language; the AR model is the bar. Against a mode-seeking, short bar,
+    the language itself matches on every measure, and a setting as far from the language as the
+    bar, on the other side, matches too; one further out does not."""
+    short_and_likely = np.concatenate([shorter()[:300], likelier()[:724]])  # fewer sentences, likelier ones
+    bar = run_of(short_and_likely, 1.0, strategy="AR")
+    target = target_from(bar)
+    bar_q = bar.quality
+    assert bar_q.sentences[0] < language_value("length") - 3 * target.length_tolerance
+    assert bar_q.sentence_gap[0] < language_value("diversity") - 3 * target.gap_tolerance
+    assert failing(run_of(TRUTH[2048:3072], 1.0), bar, target) == ()  # the language passes
+    low, high = target.allowed("length", bar_q.sentences[0])
+    assert low == pytest.approx(bar_q.sentences[0] - target.length_tolerance)  # the bar, less the tolerance
+    assert high - language_value("length") == pytest.approx(language_value("length") - low)  # around the language
+    g_low, g_high = target.allowed("diversity", bar_q.sentence_gap[0])
+    assert g_low < bar_q.sentence_gap[0] < language_value("diversity") < g_high
+    assert target.allowed("validity", 0.5) == (target.lowest_validity, 1.0)
+    with pytest.raises(ValueError, match="measure must be one of"):
+        target.allowed("speed", 0.0)
+    with pytest.raises(ValueError, match="measure must be one of"):
+        language_value("speed")
+    exact = exact_documents(33)
+    assert language_value("length") == exact.mean_sentences and language_value("validity") == 1.0
+
+
+@pytest.fixture(scope="module")
+def sweeps():
+    return load_exact_sweep(), load_sweep()
+
+
+def test_the_perfect_model_in_random_order_at_one_token_per_pass_matches(sweeps):
+    """It draws from the language itself: it must match in at least 95 % of bootstrap resamples."""
+    exact, trained = sweeps
+    target = target_from(trained.ar)
+    at = tokens_per_pass_at(curve(exact, "random"), trained.ar, target, boot=200)
+    assert at.tokens_per_pass is not None and at.matched_share >= 0.95, at
+
+
+def test_a_mode_seeking_or_too_cold_setting_still_fails_diversity(sweeps):
+    _, trained = sweeps
+    target = target_from(trained.ar)
+    cold = next(r for r in trained.ar_runs["AR"] if r.setting == 0.5)
+    assert "diversity" in failing(cold, trained.ar, target)
+    confidence = next(r for r in trained.runs["confidence"] if r.setting == 32)  # mode-seeking by 1.8 bits
+    assert "diversity" in failing(confidence, trained.ar, target)
+
+
+def test_a_setting_drawn_like_the_ar_model_passes_each_measure_at_least_19_times_in_20(sweeps):
+    """Two independent samples of the AR model's own documents (resampled with replacement), one as
+    the bar, one as the setting: each measure fails at most 1 time in 20."""
+    ar = sweeps[1].ar
+    rng = np.random.default_rng(0)
+    fails = {m: 0 for m in MEASURES}
+    trials = 400
+    for _ in range(trials):
+        bar, setting = (ar.subset(rng.integers(0, ar.n, ar.n)) for _ in range(2))
+        for m in failing(setting, bar, target_from(bar)):
+            fails[m] += 1
+    assert all(count <= trials / 20 for count in fails.values()), fails
 
 
 def test_the_match_ends_where_the_first_measure_fails_with_a_bootstrap_error():

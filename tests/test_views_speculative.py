@@ -12,7 +12,7 @@ import torch
 from matplotlib import pyplot as plt
 
 from helpers.matched_quality import load_sweep
-from helpers.matching import target_from
+from helpers.matching import margins, target_from
 from helpers.speculative_cost import TimeSplit
 from helpers.speculative_sweep import BROKEN, DRAFTERS, load
 from helpers.toylang import LANG
@@ -174,19 +174,27 @@ def test_the_quality_table_shows_the_drafters_asked_for_with_units_and_tv_only_w
     assert len(every) == 2 + len(DRAFTERS) and "TV(2 tok)" in every[0]
     assert all(line.endswith("all three") for line in every[1:])
     bug = quality_text(data, sweep.ar, match, any_joint(), drafters=[BROKEN]).splitlines()
-    assert len(bug) == 3 and bug[-1].startswith("greedy draft, softmax as q (bug)") and "fails diversity" in bug[-1]
+    assert len(bug) == 3 and bug[-1].startswith("greedy draft, softmax as q (bug)") and bug[-1].endswith("all three")
+    # the bug passes notebook 03's aggregate measures, its gap by a hair (notebook 06 says so): only
+    # the first two tokens' TV, a finer test, catches it
+    assert 0 < margins(data["quality"][BROKEN], sweep.ar, match)["diversity"] < 0.01
     for wrong in ([], "small AR model", ["a drafter"], 3):
         with pytest.raises(ValueError, match="drafters must be a non-empty list"):
             quality_text(data, sweep.ar, match, drafters=wrong)
 
 
 def test_the_tolerances_say_what_matched_means_as_the_closing_pictures_titles_do():
-    match = target_from(load_sweep().ar)
-    assert tolerances_text(match) == (
-        f"matched: at least {100 * match.lowest_validity:.1f} % valid, sentences/doc within "
-        f"{match.length_tolerance:.2f} and gap within {match.gap_tolerance:.2f} bits of the AR model's"
-    )
-    assert "98.2 % valid" in tolerances_text(match) and "within 0.06" in tolerances_text(match)
+    sweep = load_sweep()
+    match = target_from(sweep.ar)
+    text = tolerances_text(match, sweep.ar)
+    assert text.startswith(f"matched: at least {100 * match.lowest_validity:.1f} % valid; sentences/doc and gap")
+    assert "as close to the language as the AR model's + 0.06 and + 0.15 bits" in text
+    low, high = match.allowed("length", sweep.ar.quality.sentences[0])
+    assert f"{low:.2f} to {high:.2f} sentences" in text and "98.2 % valid" in text
+    fig, axes = plt.subplots(1, 3, layout="constrained")
+    draw_closing_picture(axes, load(), sweep, match)
+    assert axes[1].get_title(loc="left") == f"length: {low:.2f} to {high:.2f} sentences"  # the band the text names
+    plt.close(fig)
 
 
 def test_the_closing_picture_keys_samplers_and_drafters_in_two_legends():

@@ -200,13 +200,20 @@ def quality_text(
     return "\n".join(lines)
 
 
-def tolerances_text(target: Target) -> str:
-    """What "matched" means: notebook 03's tolerances around the AR model, as the closing picture's
-    panel titles give them."""
+def tolerances_text(target: Target, reference: Run) -> str:
+    """What "matched" means (notebook 03's rule: as close to the language as the AR model
+    `reference`, plus sampling error), as the closing picture's bands and panel titles give it."""
+    (s0, s1), (g0, g1) = (target.allowed(m, _measured(reference, m)) for m in ("length", "diversity"))
     return (
-        f"matched: at least {100 * target.lowest_validity:.1f} % valid, sentences/doc within "
-        f"{target.length_tolerance:.2f} and gap within {target.gap_tolerance:.2f} bits of the AR model's"
+        f"matched: at least {100 * target.lowest_validity:.1f} % valid; sentences/doc and gap as close to the"
+        f" language as the AR model's + {target.length_tolerance:.2f} and + {target.gap_tolerance:.2f} bits:"
+        f" {s0:.2f} to {s1:.2f} sentences, gap {g0:+.2f} to {g1:+.2f} bits"
     )
+
+
+def _measured(run: Run, measure: str) -> float:
+    q = run.quality
+    return {"validity": q.validity, "length": q.sentences, "diversity": q.sentence_gap}[measure][0]
 
 
 SAMPLER_COLOR = "#8c8c8c"  # grey: notebook 03's samplers, one key for all five
@@ -241,15 +248,13 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target, drafter
 
     ref = sweep.ar.quality
     floor = 0.05  # % invalid drawn for a sample with none (a log axis has no 0)
+    length, gap = (target.allowed(m, _measured(sweep.ar, m)) for m in ("length", "diversity"))
     bands = [
         (floor / 2, 100 * (1 - target.lowest_validity),
          "valid documents (%), drawn as the invalid\nshare (100 - valid) on a log scale",
          lambda q: max(100 * (1 - q.validity[0]), floor)),
-        (ref.sentences[0] - target.length_tolerance, ref.sentences[0] + target.length_tolerance,
-         "sentences per document", lambda q: q.sentences[0]),
-        (ref.sentence_gap[0] - target.gap_tolerance, ref.sentence_gap[0] + target.gap_tolerance,
-         "within-sentence gap (bits per sentence)",
-         lambda q: q.sentence_gap[0]),
+        (*length, "sentences per document", lambda q: q.sentences[0]),
+        (*gap, "within-sentence gap (bits per sentence)", lambda q: q.sentence_gap[0]),
     ]  # fmt: skip
     samplers = f"{len(MAIN)} samplers, every setting"
     for ax, (low, high, ylabel, value) in zip(axes, bands, strict=True):
@@ -274,13 +279,14 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target, drafter
     axes[2].set_ylim(-2.2, 0.6)
     titles = (
         f"validity: at least {100 * target.lowest_validity:.1f} % valid",
-        f"length: within {target.length_tolerance:.2f} sentences",
-        f"diversity: gap within {target.gap_tolerance:.2f} bits",
+        f"length: {length[0]:.2f} to {length[1]:.2f} sentences",
+        f"diversity: gap {gap[0]:+.2f} to {gap[1]:+.2f} bits",
     )
     for ax, title in zip(axes, titles, strict=True):
         ax.set_title(title, loc="left", fontsize=9)
     fig = axes[0].figure
-    fig.suptitle("Shaded: the AR model's own quality, with notebook 03's tolerances", x=0.01, ha="left", fontsize=10)
+    fig.suptitle("Shaded: what matches, as close to the language as the AR model + notebook 03's tolerances",
+                 x=0.01, ha="left", fontsize=10)  # fmt: skip
     handles, labels = axes[0].get_legend_handles_labels()
     keys = {DRAFTER_STYLE[n][0]: n for n in drafters}  # the drafters' keys at one size, not nested
     handles = [Line2D([], [], ls="", ms=9, **_drafter_marker(keys[k])) if k in keys else h

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from helpers.calibration import load_parallelism
 from helpers.matched_quality import BUDGETS, Run, Sweep
-from helpers.matching import MEASURES, Target, margins, tokens_per_pass_at
+from helpers.matching import MEASURES, Target, language_value, margins, tokens_per_pass_at
 from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
 from helpers.quality import ExactDocuments, decompose
 from helpers.toylang import LANG
@@ -200,7 +200,8 @@ def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure
     """Sentences per document against the within-sentence gap for every setting with at least 50
     valid documents (dot size: validity; labels: tokens per pass, where a label fits without
     covering a marker or another label), the AR model by temperature and the language itself; the
-    shaded box matches the AR model at T = 1 on both measures. The left panel shows every setting;
+    shaded box matches on both measures: centred on the language, as far out as the AR model at
+    T = 1 plus the tolerances (helpers.matching). The left panel shows every setting;
     the middle one zooms on the lower-left cluster of confidence order and the threshold, the right
     one on the settings near the language's own point."""
     sweep = check_sweep(sweep)
@@ -222,10 +223,9 @@ def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure
     ar_xy = [(r.quality.sentences[0], r.quality.sentence_gap[0]) for r in temps]
     for r, (x, y) in zip(temps, ar_xy, strict=True):  # the AR model's temperatures, labelled in the zoom
         labels[near].append((0, x, y, f"T = {r.setting}", AR_COLOR))
+    (x0, x1), (y0, y1) = target.allowed("length", ar_q.sentences[0]), target.allowed("diversity", ar_q.sentence_gap[0])
     for ax in panels:
-        box = (ar_q.sentences[0] - target.length_tolerance, ar_q.sentence_gap[0] - target.gap_tolerance)
-        ax.add_patch(plt.Rectangle(box, 2 * target.length_tolerance, 2 * target.gap_tolerance, color=AR_COLOR,
-                                   alpha=0.12, lw=0))  # fmt: skip
+        ax.add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, color=AR_COLOR, alpha=0.12, lw=0))
         points[ax] += [(x, y, 3.5) for x, y in ar_xy] + [(*truth, 7)]
         for name in MAIN:
             label, color, marker = STYLE[name]
@@ -263,7 +263,8 @@ def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure
     wide.set(xlim=(2.98, 4.3), ylim=(-2.2, 1))
     wide.set_title("Length and diversity (dot size: validity;\nlabels: tokens per pass)", loc="left", fontsize=10)
     cluster.set_title("Zoom on the dotted box:\nconfidence order and the threshold", loc="left", fontsize=10)
-    near.set_title("Zoom on the dashed box;\nshaded: matches AR at T = 1", loc="left", fontsize=10)
+    near.set_title("Zoom on the dashed box; shaded: as close\nto the language as AR at T = 1, + tolerance", loc="left",
+                   fontsize=10)  # fmt: skip
     handles, names = wide.get_legend_handles_labels()
     sizes, size_names = near.get_legend_handles_labels()
     fig.legend(handles, names, loc="outside lower left", ncols=4, fontsize=8)
@@ -281,9 +282,12 @@ def at_quality(runs: list[Run], reference: Run, target: Target, measures) -> str
 
 
 def ar_line(sweep: Sweep) -> str:
-    """The AR model's quality at T = 1 (the reference every match is measured against), one line."""
+    """The language's quality (the reference) and the AR model's at T = 1 (the bar every match must
+    clear), two lines."""
     q = check_sweep(sweep).ar.quality
+    length, gap = language_value("length"), language_value("diversity")
     return (
+        f"the language:      100.0 % valid, {length:.2f} sentences, gap {gap:+.2f} bits per sentence\n"
         f"AR model at T = 1: {100 * q.validity[0]:.1f} % valid, {q.sentences[0]:.2f} ± {q.sentences[1]:.2f}"
         f" sentences, gap {q.sentence_gap[0]:+.2f} ± {q.sentence_gap[1]:.2f} bits per sentence"
     )
