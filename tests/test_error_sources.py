@@ -205,7 +205,7 @@ def test_the_views_show_the_split_and_the_limit(sweeps):
     exact, trained = sweeps
     target = target_from(trained.ar)
     table = sources.split_table(exact, trained)
-    assert table.count("\n") == 1 + 3 * (3 + 6 * 3)  # two lines, then three blocks of a blank, two heads, 18 rows
+    assert table.count("\n") == 2 + 3 * (3 + 6 * 3)  # three lines, then three blocks of a blank, two heads, 18 rows
     assert "random                   1     83.0    -17.0        0        0" in table
     assert "confidence               2     72.5     -6.6    -20.9        0          -52.1     +31.2" in table
     assert "entropy                  2     21.6     -6.3    -72.1        0          -52.1     -19.9" in table
@@ -235,9 +235,8 @@ def test_the_views_show_the_split_and_the_limit(sweeps):
     fig = sources.draw_three_sources(exact, trained, trained.ar, target)
     assert len(fig.axes) == 3 and len(fig.legends) == 1
     arrows = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text()]
-    assert arrows == ["AR target: 98.2 %", "model", "random order's\nfactorization -52",
-                      "confidence order's\nfactorization -21", "grouping +31",
-                      "selection, confidence order"]  # fmt: skip
+    assert arrows == ["AR target: 98.2 %", "model -17", "random order's\nfactorization -52",
+                      "confidence order's\nfactorization -21", "grouping +31", "selection -0.94"]  # fmt: skip
     plt.close(fig)
     bare = sources.draw_three_sources(exact, trained, trained.ar, target, arrows=False)
     assert [t.get_text() for ax in bare.axes for t in ax.texts if t.get_text()] == ["AR target: 98.2 %"]

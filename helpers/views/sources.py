@@ -71,19 +71,22 @@ def _at(sweep: Sweep, name: str, rate: float, measure: str) -> float:
 
 
 def _draw_path(exact: Sweep, trained: Sweep, validity, length) -> None:
-    """The sources as arrows: random order's model error at one token per pass; at two, random and
-    confidence order's own factorizations and the grouping between their ends (on validity); and
-    confidence order's selection at one token per pass (on length)."""
-    _bracket(validity, 1.0, 100.0, _at(trained, "random", 1.0, "validity"), "model", left=True)
+    """The sources as arrows, each named with its size: random order's model error at one token per
+    pass; at two, random and confidence order's own factorizations and the grouping between their
+    ends (on validity); confidence order's selection at one token per pass, on its curve (length)."""
+    random_one = _at(trained, "random", 1.0, "validity")
+    _bracket(validity, 1.0, 100.0, random_one, f"model {random_one - 100:+.0f}", left=True, color=ACCENT_COLOR)
     random_two, confident_two = (_at(exact, name, 2.0, "validity") for name in ("random", "confidence"))
     _bracket(validity, 1.9, 100.0, random_two, f"random order's\nfactorization {random_two - 100:+.0f}", left=True,
              at=0.65, upright=True, color=ACCENT_COLOR)  # fmt: skip
-    _bracket(validity, 2.0, 100.0, confident_two, f"confidence order's\nfactorization {confident_two - 100:+.0f}",
-             at=0.8, color=DLLM_COLOR)  # fmt: skip
-    _bracket(validity, 2.1, confident_two, random_two, f"grouping {confident_two - random_two:+.0f}", at=0.9,
-             ls="--", arrowstyle="-")  # fmt: skip
-    _bracket(length, 1.0, SCALE["length"] * truth("length"), _at(exact, "confidence", 1.0, "length"),
-             "selection, confidence order", left=True)  # fmt: skip
+    _bracket(validity, 2.0, 100.0, confident_two, "", color=DLLM_COLOR)
+    name = f"confidence order's\nfactorization {confident_two - 100:+.0f}"
+    validity.annotate(name, (2.0, (100 + confident_two) / 2), xytext=(2.7, 83), va="center", fontsize=8,
+                      arrowprops=dict(arrowstyle="-", lw=0.6, color=DLLM_COLOR),
+                      bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.85))  # fmt: skip
+    _bracket(validity, 2.1, confident_two, random_two, f"grouping {confident_two - random_two:+.0f}", at=0.9, ls="--")
+    language, selected = SCALE["length"] * truth("length"), _at(exact, "confidence", 1.0, "length")
+    _bracket(length, 1.0, language, selected, f"selection {selected - language:+.2f}", left=True)
 
 
 def draw_three_sources(
@@ -189,7 +192,8 @@ def split_table(exact: Sweep, trained: Sweep, rates=SPLIT_RATES, samplers=SPLIT_
              "diversity": "within-sentence gap, bits per sentence (the same survivors' caveat)"}  # fmt: skip
     lines = [
         "trained model - language = model + factorization + selection (they add up); then random order's own",
-        "factorization and the grouping (fact. - random's fact.); (x): within 2 paired s.e. of 0; -: undefined",
+        "factorization and the grouping (fact. - random's fact.); (x): within 2 paired s.e. of 0; 0: zero by",
+        "construction; -: undefined (no valid document at a setting at or beside the rate, or no setting there)",
     ]
     for m in MEASURES:
         lines += ["", f"{heads[m]}; the language: {SCALE[m] * truth(m):.{digits[m]}f}"]

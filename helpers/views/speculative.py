@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from helpers.matched_quality import Run, Sweep
-from helpers.matching import MEASURES, Target, margins
-from helpers.plotting import AR_COLOR, DLLM_COLOR
+from helpers.matching import MEASURES, Target, language_value, margins
+from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR
 from helpers.speculative_sweep import BROKEN, DRAFTERS, GAMMAS, QUALITY_GAMMA
 from helpers.views.speculative_time import alpha_for, projection_text, time_lost_text, time_split_text  # noqa: F401
 from helpers.views.sweep import MAIN
@@ -175,13 +175,16 @@ def first_two_tv(docs: np.ndarray, joint: np.ndarray) -> float:
 def quality_text(
     data: dict, reference: Run, target: Target, joint: np.ndarray | None = None, drafters=MODEL_DRAFTERS
 ) -> str:
-    """Notebook 03's three measures for the AR model itself and each of `drafters` (of DRAFTERS, or
-    BROKEN: the greedy draft scored with its softmax) at QUALITY_GAMMA, with the match; with an
+    """Notebook 03's three measures for the language (exactly: the reference), the AR model itself
+    and each of `drafters` (of DRAFTERS, or BROKEN: the greedy draft scored with its softmax) at
+    QUALITY_GAMMA, with the match; with an
     exact `joint` of the first two tokens, also their TV against it. Speed is left to section 3:
     this table is about exactness."""
     drafters = _check_drafters(drafters, known=(*DRAFTERS, BROKEN))
     tv = "" if joint is None else f" {'TV(2 tok)':>10s}"
     lines = [f"{'decoder':34s} {'valid %':>8s} {'sentences/doc':>14s} {'gap, bits':>10s}{tv}  matched"]
+    length, gap = language_value("length"), language_value("diversity")
+    lines.append(f"{'the language (exact, the reference)':34s} {100.0:8.1f} {length:14.2f} {gap:+10.2f}")
     runs = {"AR model alone (T = 1)": reference}
     for name in drafters:
         runs[DRAFTER_STYLE.get(name, ("greedy draft, softmax as q (bug)",))[0]] = data["quality"][name]
@@ -206,7 +209,7 @@ def tolerances_text(target: Target, reference: Run) -> str:
     (s0, s1), (g0, g1) = (target.allowed(m, _measured(reference, m)) for m in ("length", "diversity"))
     return (
         f"matched: at least {100 * target.lowest_validity:.1f} % valid; sentences/doc and gap as close to the"
-        f" language as the AR model's + {target.length_tolerance:.2f} and + {target.gap_tolerance:.2f} bits:"
+        f" language as the AR model's, + {target.length_tolerance:.2f} sentences and + {target.gap_tolerance:.2f} bits:"
         f" {s0:.2f} to {s1:.2f} sentences, gap {g0:+.2f} to {g1:+.2f} bits"
     )
 
@@ -257,8 +260,18 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target, drafter
         (*gap, "within-sentence gap (bits per sentence)", lambda q: q.sentence_gap[0]),
     ]  # fmt: skip
     samplers = f"{len(MAIN)} samplers, every setting"
-    for ax, (low, high, ylabel, value) in zip(axes, bands, strict=True):
+    truths = (None, language_value("length"), language_value("diversity"))  # validity: 100 %, off the log axis
+    for ax, (low, high, ylabel, value), truth in zip(axes, bands, truths, strict=True):
         ax.axhspan(low, high, color=AR_COLOR, alpha=0.12, lw=0, zorder=0)
+        if truth is not None:
+            ax.axhline(
+                truth,
+                color=TRUTH_COLOR,
+                ls=":",
+                lw=1.5,
+                zorder=1,
+                label="the language itself" if ax is axes[1] else None,
+            )
         for k, name in enumerate(MAIN):
             runs = [r for r in sweep.runs[name] if not np.isnan(value(r.quality))]
             ax.plot([r.tokens_per_pass for r in runs], [value(r.quality) for r in runs], "o", color=SAMPLER_COLOR,
@@ -285,7 +298,7 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target, drafter
     for ax, title in zip(axes, titles, strict=True):
         ax.set_title(title, loc="left", fontsize=9)
     fig = axes[0].figure
-    fig.suptitle("Shaded: what matches, as close to the language as the AR model + notebook 03's tolerances",
+    fig.suptitle("Shaded: what matches, as close to the language (dotted) as the AR model + notebook 03's tolerances",
                  x=0.01, ha="left", fontsize=10)  # fmt: skip
     handles, labels = axes[0].get_legend_handles_labels()
     keys = {DRAFTER_STYLE[n][0]: n for n in drafters}  # the drafters' keys at one size, not nested
