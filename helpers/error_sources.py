@@ -202,29 +202,24 @@ def three_way_split(
         raise ValueError(f"measure must be one of {MEASURES}, got {measure!r}")
     boot, seed = check_int(boot, "boot", 2), check_int(seed, "seed", 0)
     mine, perfect, neutral = curve(trained, sampler), curve(exact, sampler), curve(exact, NEUTRAL)
-    points = {  # (value on every document, value on each resample)
+    points = {  # where each quantity is read: (the curve, tokens per pass)
         "trained": (mine, rate), "exact": (perfect, rate), "exact at 1": (perfect, 1.0),
         "random": (neutral, rate), "random at 1": (neutral, 1.0),
     }  # fmt: skip
-    full = {k: value_at(runs, r, measure)[0] for k, (runs, r) in points.items()}
-    draws = {k: _resampled_at(runs, r, measure, boot, seed) for k, (runs, r) in points.items()}
-    language = truth(measure)
+    at = {k: (value_at(runs, r, measure)[0], _resampled_at(runs, r, measure, boot, seed)) for k, (runs, r) in
+          points.items()}  # fmt: skip
+    at["language"] = (truth(measure), np.full(boot, truth(measure)))
 
-    def term(a: str, b: str | None, c: str | None = None, d: str | None = None) -> tuple[float, float]:
-        """(a - b) - (c - d) on every document, with its paired standard error; None: the language."""
+    def minus(a, b):  # a term: its value on every document, and on each paired resample
+        return a[0] - b[0], a[1] - b[1]
 
-        def of(values, name):
-            return 0.0 if name is None else (language if name == "language" else values[name])
+    def term(t) -> tuple[float, float]:  # (value, paired standard error)
+        return float(t[0]), (paired_se(t[1]) if math.isfinite(t[0]) else math.nan)
 
-        point = of(full, a) - of(full, b) - (of(full, c) - of(full, d))
-        spread = of(draws, a) - of(draws, b) - (of(draws, c) - of(draws, d))
-        exact_zero = a == c and b == d  # the same measurement subtracted from itself
-        return (0.0, 0.0) if exact_zero else (float(point), paired_se(spread) if math.isfinite(point) else math.nan)
-
-    fact, random_fact = term("exact", "exact at 1"), term("random", "random at 1")
-    grouping = (0.0, 0.0) if sampler == NEUTRAL else term("exact", "exact at 1", "random", "random at 1")
-    return Split(sampler, rate, measure, term("trained", "exact"), fact, term("exact at 1", "language"),
-                 random_fact, grouping)  # fmt: skip
+    fact, random_fact = minus(at["exact"], at["exact at 1"]), minus(at["random"], at["random at 1"])
+    return Split(sampler, rate, measure, term(minus(at["trained"], at["exact"])), term(fact),
+                 term(minus(at["exact at 1"], at["language"])), term(random_fact),
+                 term(minus(fact, random_fact)))  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- the factorization, in bits
