@@ -53,7 +53,7 @@ import torch
 
 from helpers.diffusion import even_split, masked_logits
 from helpers.matched_quality import LENGTH, Run, Sweep
-from helpers.matching import MEASURES, language_value
+from helpers.matching import MEASURES, DocumentArrays, language_value
 from helpers.quality import score_documents
 from helpers.toylang import LANG
 from helpers.validation import check_int, check_positive
@@ -114,19 +114,8 @@ def _resampled(run: Run, boot: int, seed: int) -> dict[str, np.ndarray]:
     document indices, so runs that share seeds document by document are resampled in pairs."""
     key = f"_paired_bootstrap_{boot}_{seed}"
     if key not in run.__dict__:
-        s = run.scores
         rows = np.random.default_rng(seed).integers(0, run.n, (boot, run.n))  # (boot, n)
-        valid = s.valid[rows]  # (boot, n)
-        count = np.where(s.valid, s.sentences, 0)[rows].sum(axis=1).astype(float)  # sentences of valid documents
-        bits = np.nan_to_num(np.nansum(s.sentence_bits, axis=1))[rows].sum(axis=1)  # 0 where invalid
-        n_valid = valid.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            run.__dict__[key] = {
-                "rate": LENGTH / run.passes[rows].mean(axis=1),
-                "validity": valid.mean(axis=1),
-                "length": np.where(n_valid > 0, count / n_valid, np.nan),
-                "diversity": np.where(count > 0, bits / count - LANG.entropy_bits(), np.nan),
-            }
+        run.__dict__[key] = dict(zip(("rate", *MEASURES), DocumentArrays.of(run).values(rows), strict=True))
     return run.__dict__[key]
 
 

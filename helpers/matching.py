@@ -116,28 +116,32 @@ def target_from(reference, validity: float = 0.99, z: float = 2.0) -> Target:
 
 
 @dataclass
-class _Docs:
-    """What the measures need of each document, so a bootstrap only reindexes arrays."""
+class DocumentArrays:
+    """What the measures need of each document of a run, so a bootstrap only reindexes arrays."""
 
     valid: np.ndarray
-    sentences: np.ndarray
+    sentences: np.ndarray  # 0 where invalid
     bits: np.ndarray  # sum of -log2 P(s) over the sentences (0 where invalid)
     passes: np.ndarray
     positions: int  # positions each document fills
 
     @classmethod
-    def of(cls, run) -> _Docs:
+    def of(cls, run) -> DocumentArrays:
         s = run.scores
         bits = np.nan_to_num(np.nansum(s.sentence_bits, axis=1))
         return cls(s.valid, s.sentences.astype(float), bits, run.passes, LENGTH)
 
-    def values(self, rows=slice(None)) -> tuple[float, float, float, float]:
-        """(tokens per pass, validity, sentences per valid document, within-sentence gap)."""
+    def values(self, rows=slice(None)) -> tuple:
+        """(tokens per pass, validity, sentences per valid document, within-sentence gap) on the
+        documents `rows`, NaN where no document is valid. `rows` (boot, n) measures `boot`
+        resamples at once: each value is then an array (boot,)."""
         valid, count = self.valid[rows], self.sentences[rows]
-        n_valid = count[valid].sum()
-        mean_sentences = count[valid].mean() if valid.any() else math.nan
-        gap = self.bits[rows][valid].sum() / n_valid - LANG.entropy_bits() if n_valid else math.nan
-        return self.positions / self.passes[rows].mean(), valid.mean(), mean_sentences, gap
+        n_valid, n_sentences = valid.sum(axis=-1), count.sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_sentences = np.where(n_valid > 0, n_sentences / n_valid, np.nan)
+            gap = np.where(n_sentences > 0, self.bits[rows].sum(axis=-1) / n_sentences - LANG.entropy_bits(), np.nan)
+        out = (self.positions / self.passes[rows].mean(axis=-1), valid.mean(axis=-1), mean_sentences, gap)
+        return tuple(float(v) for v in out) if np.ndim(gap) == 0 else out
 
 
 def _margins(values, ref_values, target: Target) -> dict[str, float]:
@@ -159,7 +163,7 @@ def margins(run, reference, target: Target) -> dict[str, float]:
     it may still go: |the reference's distance from the language| + tolerance - |its own|."""
     if not isinstance(target, Target):
         raise ValueError(f"target must be a helpers.matching.Target (see target_from), got {type(target).__name__}")
-    return _margins(_Docs.of(run).values(), _Docs.of(reference).values(), target)
+    return _margins(DocumentArrays.of(run).values(), DocumentArrays.of(reference).values(), target)
 
 
 def failing(run, reference, target: Target) -> tuple[str, ...]:
@@ -228,7 +232,7 @@ def tokens_per_pass_at(runs, reference, target: Target, measures=MEASURES, *, bo
     if not measures or any(m not in MEASURES for m in measures):
         raise ValueError(f"measures must be a non-empty subset of {MEASURES}, got {measures!r}")
     boot, seed = check_int(boot, "boot", 0), check_int(seed, "seed", 0)
-    docs, ref = [_Docs.of(r) for r in runs], _Docs.of(reference)
+    docs, ref = [DocumentArrays.of(r) for r in runs], DocumentArrays.of(reference)
 
     def rate(picks, ref_rows):
         ref_values = ref.values(ref_rows)

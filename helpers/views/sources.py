@@ -323,7 +323,7 @@ def lost_bits_table(bits: dict) -> str:
              "an upper bound on the sampler's own KL(P || Q); at one pass, the total correlation",
              f"{'tokens':>6s} {'exact denoiser':>16s} {'trained model':>16s}",
              f"{'a pass':>6s} {'(factorization)':>16s} {'(+ model)':>16s}"]  # fmt: skip
-    for k in sorted((k for k in bits["exact"]), key=int):
+    for k in sorted(bits["exact"], key=int):
         (e, se), (t, st) = bits["exact"][k], bits["trained"][k]
         lines.append(f"{int(k):6d} {e:8.2f} ± {se:5.2f} {t:8.2f} ± {st:5.2f}")
     return "\n".join(lines)

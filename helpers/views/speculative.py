@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from helpers.error_sources import value as measured
 from helpers.matched_quality import Run, Sweep
 from helpers.matching import MEASURES, Target, language_value, margins
 from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR
@@ -206,17 +207,12 @@ def quality_text(
 def tolerances_text(target: Target, reference: Run) -> str:
     """What "matched" means (notebook 03's rule: as close to the language as the AR model
     `reference`, plus sampling error), as the closing picture's bands and panel titles give it."""
-    (s0, s1), (g0, g1) = (target.allowed(m, _measured(reference, m)) for m in ("length", "diversity"))
+    (s0, s1), (g0, g1) = (target.allowed(m, measured(reference, m)[0]) for m in ("length", "diversity"))
     return (
         f"matched: at least {100 * target.lowest_validity:.1f} % valid; sentences/doc and gap as close to the"
         f" language as the AR model's, + {target.length_tolerance:.2f} sentences and + {target.gap_tolerance:.2f} bits:"
         f" {s0:.2f} to {s1:.2f} sentences, gap {g0:+.2f} to {g1:+.2f} bits"
     )
-
-
-def _measured(run: Run, measure: str) -> float:
-    q = run.quality
-    return {"validity": q.validity, "length": q.sentences, "diversity": q.sentence_gap}[measure][0]
 
 
 SAMPLER_COLOR = "#8c8c8c"  # grey: notebook 03's samplers, one key for all five
@@ -251,7 +247,7 @@ def draw_closing_picture(axes, data: dict, sweep: Sweep, target: Target, drafter
 
     ref = sweep.ar.quality
     floor = 0.05  # % invalid drawn for a sample with none (a log axis has no 0)
-    length, gap = (target.allowed(m, _measured(sweep.ar, m)) for m in ("length", "diversity"))
+    length, gap = (target.allowed(m, measured(sweep.ar, m)[0]) for m in ("length", "diversity"))
     bands = [
         (floor / 2, 100 * (1 - target.lowest_validity),
          "valid documents (%), drawn as the invalid\nshare (100 - valid) on a log scale",
