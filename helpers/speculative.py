@@ -4,7 +4,8 @@ The rule (Leviathan et al. 2023, arXiv 2211.17192, Algorithm 1; Chen et al. 2023
 keeps the output distribution exactly the target's, whatever the drafter:
 
 - accept drafted token x with probability min(1, p(x) / q(x));
-- at the first rejection, write a token from norm(max(0, p - q)) instead, and drop the rest;
+- at the first rejection, write instead a token drawn from the residual (the target's mass that
+  the drafter under-proposes, normalised: `verify` below), and drop the rest;
 - when all gamma are accepted, write a bonus token from the target's next distribution.
 
 So one target pass over gamma + 1 positions writes between 1 and gamma + 1 tokens. p is the

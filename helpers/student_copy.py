@@ -12,8 +12,12 @@ course's virtual environment; their links such as ../helpers/ar.py resolve when 
 course's root, next to notebooks/.
 
 `leaks(notebooks)` lists what a copy still gives away: a line of a reference solution, an answer
-cell with its output or its reading unfolded, a prediction whose cell is not tagged `answer`, a giveaway named in
-GIVEAWAYS before the exercise it gives away, and a pointer to folded solutions the copy lacks.
+cell with its output or its reading unfolded, a prediction whose cell is not tagged `answer`, a
+pointer to folded solutions the copy lacks, and a giveaway named in GIVEAWAYS anywhere a learner
+meets it while the exercise is open: every cell up to the next exercise or the end of the core
+(below the check too: folding is not hiding), and the docstrings and strings (the checks' hints
+among them) of every helpers module the notebook imports. A cell that explains an exercise's
+answer is therefore tagged `solution`, as a folded <details> block, and leaves the copy.
 tests/test_student_copy.py runs it on the copy, and plants one leak of each kind to see it found.
 """
 
@@ -33,6 +37,7 @@ ANSWER_TAG = "answer"  # a cell that answers a prediction or an exercise: output
 FOLD = "<details><summary>The answer, {} (run the cell above first, then open this)</summary>\n\n{}\n\n</details>"
 CARRY = "**Carry forward:**"  # a folded reading may end with the line the notebook carries forward
 PREDICT = "**Predict before you run.**"
+OPTIONAL = re.compile(r"^##\s+(\d+\.?\s*)?(going deeper|optional|appendix)", re.I)  # where a core ends
 README = """\
 # Typewriter and Editor: student copy
 
@@ -62,7 +67,7 @@ GIVEAWAYS = [
         r"cache_[kv]\[:, :, [^\]]*\]\s*=(?!=)|arange\(start, start \+ T\)|1\s*/\s*sqrt\(hd\)",
     ),
     ("02_ar_decoder", "top_p_filter", r"cumsum\([^)]*\)\s*-|cumulative sum minus|masked_fill, not masked_fill_"),
-    ("03_masked_diffusion", "tokens_per_step", r"\beven_split\b"),
+    ("03_masked_diffusion", "tokens_per_step", r"divmod\(n(_tokens)?, steps\)|n(_tokens)? // steps"),
     (
         "03_masked_diffusion",
         "commit_most_confident",
@@ -182,14 +187,89 @@ def leaks(notebooks: dict[str, nbformat.NotebookNode]) -> list[str]:
                     found.append(f"{stem} cell {i}: the cell after a prediction is not tagged {ANSWER_TAG!r}")
             if NO_FOLDED.search(cell.source):
                 found.append(f"{stem} cell {i}: points to a folded solution the copy does not have")
+        modules = _strings_met(nb)
         for notebook, exercise, pattern in GIVEAWAYS:
             if notebook != stem:
                 continue
-            stub = next((i for i, c in enumerate(nb.cells) if f"def {exercise}(" in c.source), None)
-            check = stub + 1 if stub is not None else len(nb.cells)
-            for i, cell in enumerate(nb.cells[: check + 1]):
+            for i, cell in enumerate(nb.cells[: _open_until(nb, exercise)]):
                 if re.search(pattern, _shown(cell)):
-                    found.append(f"{stem} cell {i}: gives {exercise} away before its check ({pattern})")
+                    found.append(f"{stem} cell {i}: gives {exercise} away while it is open ({pattern})")
+            for module, text in modules:
+                if re.search(pattern, text):
+                    found.append(f"{stem}: gives {exercise} away in {module}'s strings: {text[:60]!r} ({pattern})")
+    return found
+
+
+def _is_stub(source: str) -> bool:
+    return bool(re.search(r"^def \w+\(", source, re.M)) and "raise NotImplementedError" in source
+
+
+def _open_until(nb, exercise: str) -> int:
+    """The index of the first cell a learner meets only after the exercise is done: the next
+    exercise's stub, or the first optional heading after it (a "more exercises, N" entry, which
+    has no stub, stays open to the end)."""
+    stub = next((i for i, c in enumerate(nb.cells) if f"def {exercise}(" in c.source), None)
+    if stub is None:
+        return len(nb.cells)
+    for i in range(stub + 1, len(nb.cells)):
+        source = nb.cells[i].source
+        if nb.cells[i].cell_type == "code" and _is_stub(source):
+            return i
+        if nb.cells[i].cell_type == "markdown" and any(OPTIONAL.match(line) for line in source.splitlines()):
+            return i
+    return len(nb.cells)
+
+
+def _modules_imported(nb) -> list[str]:
+    """The helpers modules a notebook's code cells import, submodules named in `from ... import`
+    included; helpers.solutions left out (its answers are the point)."""
+    import importlib
+
+    names = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        names |= set(re.findall(r"^\s*import (helpers[\w.]*)", cell.source, re.M))
+        for package, imported in re.findall(
+            r"^\s*from (helpers[\w.]*) import \(?([^)\n]*(?:\n[^)\n]*)*?)\)?$", cell.source, re.M
+        ):
+            names.add(package)
+            for name in re.findall(r"(\w+)(?:\s+as\s+\w+)?", imported):
+                if importlib.util.find_spec(package) and _is_module(f"{package}.{name}"):
+                    names.add(f"{package}.{name}")
+    return sorted(n for n in names if not n.startswith("helpers.solutions"))
+
+
+def _is_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _strings_met(nb) -> list[tuple[str, str]]:
+    """(module, text) for every string constant (docstrings, hints, messages) of the helpers
+    modules a notebook imports, and of the modules their imported checks and views live in."""
+    import ast
+    import importlib.util
+
+    found = []
+    for name in _modules_imported(nb):
+        spec = importlib.util.find_spec(name)
+        paths = [Path(spec.origin)]
+        if spec.submodule_search_locations:  # a package: the modules its __init__ imports from
+            init = paths[0].read_text()
+            for sub in re.findall(rf"^from ({re.escape(name)}\.\w+) import", init, re.M):
+                paths.append(Path(importlib.util.find_spec(sub).origin))
+        for path in paths:
+            tree = ast.parse(path.read_text())
+            found += [
+                (name, node.value)
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            ]
     return found
 
 

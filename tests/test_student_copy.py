@@ -235,7 +235,7 @@ def test_a_planted_leak_of_each_kind_is_found(student):
         "gives tokens_per_step away": (
             "03_masked_diffusion.ipynb",
             1,
-            lambda c: setattr(c, "source", "from helpers.diffusion import even_split\n" + c.source),
+            lambda c: setattr(c, "source", "base, extra = divmod(n_tokens, steps)\n" + c.source),
         ),
         "gives predicted_step_seconds away": (
             "04_roofline.ipynb", 0, _adding("✓ agrees with (weights + KV bytes) / bandwidth")
@@ -253,6 +253,43 @@ def test_a_planted_leak_of_each_kind_is_found(student):
         assert any(kind in leak for leak in found), (kind, found)
     planted = {kind.removeprefix("gives ").removesuffix(" away") for kind in cases if kind.startswith("gives ")}
     assert planted == {exercise for _, exercise, _ in GIVEAWAYS} - {"commit_most_confident"}
+
+
+def _after_check(nb, exercise) -> int:
+    """The index of the cell just below an exercise's check."""
+    return _first(nb, lambda c: f"def {exercise}(" in c.source) + 2
+
+
+@pytest.mark.parametrize(
+    ("name", "exercise", "text"),
+    [
+        ("06_speculative.ipynb", "acceptance_rate", "So $\\alpha = \\sum_x \\min(p(x), q(x))$."),
+        ("04_roofline.ipynb", "crossover_width", "In float32, W* = 2 x the ridge point."),
+    ],
+)
+def test_a_leak_below_a_check_or_in_a_folded_answer_is_found(student, name, exercise, text):
+    """Folding is not hiding: an answer's explanation just below the check, or in a folded answer
+    reading, is a leak while the exercise is open; after the next exercise (or the core) it is not."""
+    nb = student[name]
+    below = _planted(student, name, _after_check(nb, exercise), _adding(text))
+    assert any(f"gives {exercise} away while it is open" in leak for leak in below), below
+    folded = next(i for i in range(_after_check(nb, exercise), len(nb.cells)) if is_answer(nb.cells[i]))
+    assert any(f"gives {exercise} away" in leak for leak in _planted(student, name, folded, _adding(text)))
+    deeper = _first(nb, lambda c: c.cell_type == "markdown" and c.source.startswith("## Going deeper"))
+    assert _planted(student, name, deeper, _adding(text)) == []
+
+
+def test_a_leak_in_the_strings_of_an_imported_module_is_found(student, tmp_path, monkeypatch):
+    """A docstring or a check's hint is met by the learner too: a giveaway in a module the notebook
+    imports is found; the same module not imported is not scanned."""
+    module = tmp_path / "helpers_planted.py"
+    module.write_text('"""A rejection draws from norm(max(0, p - q))."""\n\nHINT = "compute (p[i] - q[i]).clamp"\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = "06_speculative.ipynb"
+    code = _first(student[name], lambda c: c.cell_type == "code")
+    found = _planted(student, name, code, _adding("import helpers_planted"))
+    assert sum("gives verify_draft away in helpers_planted's strings" in leak for leak in found) == 2, found
+    assert not _planted(student, name, code, _adding("x = 1"))
 
 
 def test_every_stub_and_its_check_survive(student):

@@ -129,7 +129,6 @@ def test_the_ridge_as_a_batch_and_the_batch_summary():
     rows = [(b, 1e-3 * {1: 1, 2: 2.1, 16: 4.4}.get(b, b), b / 2, 1.0) for b in (1, 2, 4, 16)]
     lines = views.batch_summary(rows, ROOFS, 4096, 4096).split("\n")
     assert lines == [
-        f"the ridge, as a batch: B = {ridge_b:.1f}",
         "B =  2 costs 2.1x B = 1's time (the roofline says 1.0x)",
         "B = 16 costs 4.4x B = 1's time (16 calls with B = 1: 16x)",
     ]

@@ -55,8 +55,8 @@ def draw_step_on_roofline(ax, roofs, cost, measured_s: float) -> None:
 
 def ridge_batch(roofs, n_rows: int, n_cols: int) -> float:
     """The batch B at which y = W x (W n_rows x n_cols, float32) reaches the ridge: where its bytes at
-    the memory roof take as long as its FLOPs at the compute roof. About 2 x the ridge point, since the
-    intensity is about B / 2 for small B."""
+    the memory roof take as long as its FLOPs at the compute roof (the intensity is about B / 2 FLOP per
+    byte for small B, as notebook 04's section 3 says)."""
     per_vector = linear_bytes(n_rows, n_cols, 2) - linear_bytes(n_rows, n_cols, 1)  # one more x and y
     weights = linear_bytes(n_rows, n_cols, 1) - per_vector
     # the batch where weights / bandwidth + B per_vector / bandwidth = B FLOPs per vector / peak
@@ -67,9 +67,10 @@ def ridge_batch(roofs, n_rows: int, n_cols: int) -> float:
 
 
 def batch_summary(rows: list[tuple[int, float, float, float]], roofs, n_rows: int, n_cols: int) -> str:
-    """Section 3 in three lines: where the ridge lies as a batch (ridge_batch), then B = 2 and B = 16,
-    each as a multiple of B = 1's time: B = 2 beside the roofline's multiple, B = 16 beside 16 calls
-    with one vector. rows as draw_batch_sweep's; they must hold B = 1, 2 and 16."""
+    """Section 3 in two lines: B = 2 and B = 16, each as a multiple of B = 1's time, B = 2 beside the
+    roofline's multiple, B = 16 beside 16 calls with one vector. The ridge's batch is left to the
+    figure: printed before notebook 04's crossover_width, it would answer it. rows as
+    draw_batch_sweep's; they must hold B = 1, 2 and 16."""
     seconds = {int(r[0]): r[1] for r in rows}
     missing = {1, 2, 16} - set(seconds)
     if missing:
@@ -84,7 +85,6 @@ def batch_summary(rows: list[tuple[int, float, float, float]], roofs, n_rows: in
     one = seconds[1]
     return "\n".join(
         [
-            f"the ridge, as a batch: B = {ridge_batch(roofs, n_rows, n_cols):.1f}",
             f"B =  2 costs {seconds[2] / one:.1f}x B = 1's time (the roofline says {roof_s(2) / roof_s(1):.1f}x)",
             f"B = 16 costs {seconds[16] / one:.1f}x B = 1's time (16 calls with B = 1: 16x)",
         ]
