@@ -34,7 +34,8 @@ from nbconvert.preprocessors import TagRemovePreprocessor
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 SOLUTION_TAG = "solution"
 ANSWER_TAG = "answer"  # a cell that answers a prediction or an exercise: output cleared, or text folded, in the copy
-FOLD = "<details><summary>The answer, {} (run the cell above first, then open this)</summary>\n\n{}\n\n</details>"
+FOLD = "<details><summary>The answer, {} ({}, then open this)</summary>\n\n{}\n\n</details>"
+FIRST = {"code": "run the cell above first", "markdown": "try it first"}  # what comes before a reading
 CARRY = "**Carry forward:**"  # a folded reading may end with the line the notebook carries forward
 PREDICT = "**Predict before you run.**"
 OPTIONAL = re.compile(r"^##\s+(\d+\.?\s*)?(going deeper|optional|appendix)", re.I)  # where a core ends
@@ -122,7 +123,7 @@ def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     under a summary, so that a learner opens them after running; every other cell untouched."""
     remove = TagRemovePreprocessor(remove_cell_tags={SOLUTION_TAG})
     nb, _ = remove.preprocess(nb, {})
-    for cell in nb.cells:
+    for i, cell in enumerate(nb.cells):
         if ANSWER_TAG in cell.metadata.get("tags", []):
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
@@ -132,7 +133,8 @@ def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                     if CARRY in cell.source
                     else "and what follows from it"
                 )
-                cell.source = FOLD.format(what, cell.source)
+                above = nb.cells[i - 1].cell_type if i else "markdown"  # an exercise's statement has no cell to run
+                cell.source = FOLD.format(what, FIRST[above], cell.source)
     return nb
 
 
