@@ -137,6 +137,10 @@ def test_the_reads_are_recorded_per_notebook_and_round_with_the_commit_each_read
         assert round_["commit"] and round_["who"] and round_["core"] and isinstance(round_["counts"], bool), round_
     numbers = {name[:2] for name in NAMES}
     assert set(reads("core")) == numbers and set(reads("full")) == numbers, "every notebook has core and full reads"
+    newest = rounds[-1]
+    for number, sections in newest["sections"].items():  # the checkpoints' minutes, section by section
+        core = sum(minutes for section, minutes in sections.items() if section != "appendix")
+        assert core == newest["core"][number], f"{number}: its sections add up to {core}, its core read to another"
 
 
 def test_the_map_states_the_median_read_of_each_notebook():
