@@ -1,18 +1,32 @@
 """Every exercise check accepts its reference solution, reports an unfilled stub as not attempted,
 and rejects typical wrong attempts with the hint that fits them, in a short report."""
 
+import copy
+import functools
 import inspect
 import json
 import math
 import re
 import time
+import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from helpers import exercises, solutions
+from helpers import exercises, solutions, speculative
+from helpers.acceptance import overlap
+from helpers.ar import filter_logits
+from helpers.ar import top_p_filter as course_top_p
+from helpers.costs import StepCost, predicted_time
+from helpers.diffusion import even_split
+from helpers.exercises.ar_decoding import causal_attention
+from helpers.exercises.report import COURSE_FUNCTIONS, course_functions
+from helpers.exercises.second_language import Reweighted, reads_global_lang, second_language_probs
+from helpers.toylang import LANG
+from helpers.toylang import LANG as SAME_LANGUAGE
+from helpers.unmasking import top_counts
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHECKS = {  # exercise -> (notebook, check)
@@ -30,7 +44,14 @@ CHECKS = {  # exercise -> (notebook, check)
 
 
 def learners_copy(reference):
-    """The reference as a learner's own function: the same code, defined outside helpers.solutions."""
+    """The reference as a learner's own function: the same code, in a namespace of its own outside
+    helpers, as a notebook cell defines it (it calls nothing of the course's)."""
+    namespace = dict(reference.__globals__, __name__="__main__")
+    return types.FunctionType(reference.__code__, namespace, reference.__name__, reference.__defaults__)
+
+
+def wrapper_of(reference):
+    """A learner's one-line function that calls the reference instead of doing the work."""
 
     def mine(*args, **kwargs):
         return reference(*args, **kwargs)
@@ -152,6 +173,44 @@ def never_stops(lang, rng):
         prefix.append(int(rng.choice(len(probs), p=probs)))
 
 
+def global_loop_sentence(lang, rng):  # the chain rule on the notebook's LANG, not on the lang given
+    return _typed(LANG, rng, lambda p, rng: int(rng.choice(len(p), p=p)))
+
+
+def global_prob(lang, ids):  # the language's own shortcut, on the notebook's LANG
+    p = LANG.prob(ids)
+    return math.log2(p) if p > 0 else -math.inf
+
+
+def global_factors(lang, ids):  # the chain rule, right, on the notebook's LANG under another name
+    return _log2_chain(SAME_LANGUAGE, ids)
+
+
+def global_through_a_helper(lang, ids):  # LANG read by a function of its own module it calls
+    return _log2_chain_of_lang(ids)
+
+
+def _log2_chain_of_lang(ids):
+    return _log2_chain(LANG, ids)
+
+
+def own_language(lang, ids):  # the chain rule, right, on a language of its own with LANG's probabilities
+    return _log2_chain(_OWN_LANGUAGE, ids)
+
+
+def _log2_chain(language, ids):
+    total = 0.0
+    for k, token in enumerate([*ids, language.eos_id]):
+        p = language.next_token_probs(ids[:k])[token]
+        if p == 0:
+            return -math.inf
+        total += math.log2(p)
+    return total
+
+
+_OWN_LANGUAGE = copy.copy(LANG)  # not the object LANG: nothing names the notebook's global
+
+
 def without_eos_factor(lang, ids):
     total = 0.0
     for k, token in enumerate(ids):
@@ -189,6 +248,8 @@ def _attention(
         scores = scores.masked_fill(torch.arange(k.size(2)) > torch.arange(start, start + T)[:, None], float("-inf"))
     elif mask == "no offset":
         scores = scores.masked_fill(torch.arange(k.size(2)) > torch.arange(T)[:, None], float("-inf"))
+    elif mask == "strict":  # hides each position from itself too
+        scores = scores.masked_fill(torch.arange(k.size(2)) >= torch.arange(start, start + T)[:, None], float("-inf"))
     out = scores.softmax(dim=-1) @ v
     return out.transpose(1, 2).reshape(q.size(0), T, -1) if merge else out
 
@@ -215,6 +276,15 @@ def unscaled(*args):
 
 def heads_merged(*args):
     return _attention(*args, merge=True)
+
+
+def hidden_from_itself(*args):  # j < i: the first position of a prompt sees nothing at all
+    return _attention(*args, mask="strict")
+
+
+def scales_q_in_place(q, k_new, v_new, cache_k, cache_v, start):  # q /= sqrt(hd) divides the caller's q
+    q /= math.sqrt(q.size(-1))
+    return _attention(q, k_new, v_new, cache_k, cache_v, start, scale=False)
 
 
 def _sorted_nucleus(drop_rule):
@@ -267,6 +337,26 @@ def topk_on_ties(probs, canvas, k, mask_id):  # torch.topk does not promise the 
     return torch.where(canvas == mask_id, canvas.scatter(1, best, choice.gather(1, best)), canvas)
 
 
+def _ranked(probs, canvas, k, mask_id, stable=True, in_place=False):
+    """One pass ranked by argsort, stable or not, its tokens written into a new canvas or the caller's."""
+    confidence, choice = probs.max(dim=-1)
+    confidence = confidence.masked_fill(canvas != mask_id, -math.inf)
+    rank = confidence.argsort(dim=-1, descending=True, stable=stable).argsort(dim=-1)
+    commit = (rank < k) & (canvas == mask_id)
+    if not in_place:
+        return torch.where(commit, choice, canvas)
+    canvas[commit] = choice[commit]
+    return canvas
+
+
+def unstable_sort_on_ties(probs, canvas, k, mask_id):  # argsort without stable=True: ties in any order
+    return _ranked(probs, canvas, k, mask_id, stable=False)
+
+
+def commits_in_place(probs, canvas, k, mask_id):  # writes the tokens into the caller's canvas
+    return _ranked(probs, canvas, k, mask_id, in_place=True)
+
+
 def topk_beyond_the_row(probs, canvas, k, mask_id):  # topk(k) raises when k exceeds the row's length
     confidence, choice = probs.max(dim=-1)
     confidence = confidence.masked_fill(canvas != mask_id, -math.inf)
@@ -304,6 +394,7 @@ def _rule(fix_from=None, bonus_row=-1, accept_all=False):
 
 
 fix_from_p = _rule(fix_from=lambda p, q: p)
+residual_backwards = _rule(fix_from=lambda p, q: (q - p[: len(q)]).clamp(min=0))
 bonus_from_the_first_row = _rule(bonus_row=0)
 every_draft_kept = _rule(accept_all=True)
 
@@ -322,6 +413,20 @@ def ratio_upside_down(p, q, drafted, generator=None):  # kept with probability m
     return [*drafted, int(torch.multinomial(p[-1], 1, generator=generator))]
 
 
+def residual_in_place(p, q, drafted, generator=None):  # the residual computed in the caller's p
+    for i, x in enumerate(drafted):
+        if torch.rand((), generator=generator, dtype=torch.float64) < p[i, x] / q[i, x]:
+            continue
+        p[i] -= q[i]
+        p[i].clamp_(min=0)
+        return [*drafted[:i], int(torch.multinomial(p[i] / p[i].sum(), 1, generator=generator))]
+    return [*drafted, int(torch.multinomial(p[-1], 1, generator=generator))]
+
+
+def minimum_into_p(p, q):  # out=p overwrites the caller's p
+    return np.minimum(p, q, out=p).sum(-1)
+
+
 WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("sample_sentence", greedy_sentence, "are the same sentence"),
     ("sample_sentence", uniform_sentence, "sampling noise alone gives"),
@@ -330,16 +435,23 @@ WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("sample_sentence", last_token_only, "has probability 0"),
     ("sample_sentence", never_stops, "stop as soon as you draw lang.eos_id"),
     ("sample_sentence", global_random_sentence, "the same seed typed other sentences"),
+    ("sample_sentence", global_loop_sentence, "not the notebook's global LANG"),
     ("sentence_log2prob", without_eos_factor, "a prefix of a sentence is not a sentence"),
     ("sentence_log2prob", natural_log, "natural log"),
     ("sentence_log2prob", no_early_stop, "refuses a prefix that no sentence starts with"),
     ("sentence_log2prob", probability_not_log, "return its log2"),
+    ("sentence_log2prob", global_prob, "not the notebook's global LANG"),
+    ("sentence_log2prob", global_factors, "not the notebook's global LANG"),
+    ("sentence_log2prob", global_through_a_helper, "not the notebook's global LANG"),
+    ("sentence_log2prob", own_language, "take every probability from the `lang` your function is given"),
     ("attend_with_cache", cache_not_written, "the cache does not hold the new keys"),
     ("attend_with_cache", whole_cache, "it read cache slots not written yet"),
     ("attend_with_cache", no_mask, "no causal mask within the pass"),
     ("attend_with_cache", mask_without_start, "the mask ignores `start`"),
     ("attend_with_cache", unscaled, "scaling by the head dimension"),
     ("attend_with_cache", heads_merged, "before heads are merged"),
+    ("attend_with_cache", hidden_from_itself, "a position may always attend to itself"),
+    ("attend_with_cache", scales_q_in_place, "changed its input q"),
     ("top_p_filter", cumulative_includes_itself, "the most likely token is always kept"),
     ("top_p_filter", strictly_greater_at_the_boundary, "(>= p: drop)"),
     ("top_p_filter", ties_split_by_sort_order, "kept or dropped together"),
@@ -353,6 +465,8 @@ WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("commit_most_confident", wrong_tokens, "most likely token"),
     ("commit_most_confident", topk_beyond_the_row, "k may be larger than a row is long"),
     ("commit_most_confident", k_over_the_batch, "in every row"),
+    ("commit_most_confident", unstable_sort_on_ties, "the leftmost position wins"),
+    ("commit_most_confident", commits_in_place, "changed its input canvas"),
     ("predicted_step_seconds", lambda w, kv, bw: w / bw, "its bytes count"),
     ("predicted_step_seconds", lambda w, kv, bw: 1e3 * (w + kv) / bw, "return seconds"),
     ("predicted_step_seconds", lambda w, kv, bw: (w + kv) * bw, "a shorter step"),
@@ -366,11 +480,15 @@ WRONG = [  # (exercise, attempt, a phrase its report must contain)
     ("verify_draft", every_draft_kept, "every draft is kept"),
     ("verify_draft", no_bonus, "one more token, the bonus"),
     ("verify_draft", ratio_upside_down, "the ratio is upside down"),
+    ("verify_draft", residual_backwards, "residual is the wrong way round"),
+    ("verify_draft", residual_in_place, "changed its input p"),
     ("acceptance_rate", lambda p, q: 1 - np.minimum(p, q).sum(-1), "the total variation"),
+    ("acceptance_rate", lambda p, q: np.minimum(1, p / q).mean(-1), "equally likely to be drafted"),
     ("acceptance_rate", lambda p, q: np.maximum(p, q).sum(-1), "a probability cannot exceed 1"),
     ("acceptance_rate", lambda p, q: np.minimum(p, q).sum(), "the last axis only"),
-    ("acceptance_rate", lambda p, q: np.minimum(1, p / q).sum(-1), "weight each token's chance"),
+    ("acceptance_rate", lambda p, q: np.minimum(1, p / q).sum(-1), "as if the drafter always proposed it"),
     ("acceptance_rate", lambda p, q: (p * q).sum(-1), "two independent draws"),
+    ("acceptance_rate", minimum_into_p, "changed its input p"),
     ("acceptance_rate", lambda p, q: (q * np.minimum(1, p / q)).sum(-1), "p / q is 0 / 0"),  # nan where both are 0
 ]
 
@@ -422,6 +540,113 @@ def test_a_roofline_failure_never_prints_the_expected_value(name, attempt, capsy
     scaled = 1e3 * expected if name == "predicted_step_seconds" else expected  # ms; positions
     for shown in {f"{expected:.4g}", f"{expected:.3g}", f"{scaled:.1f}", f"{scaled:.0f}"}:
         assert shown not in out, out
+
+
+def test_no_alpha_hint_spells_out_the_recipe():
+    # "the chance it is drafted times the chance it is kept, added up" is the exercise's answer in words
+    from helpers.exercises import speculative as checks
+
+    hints = [checks.ALPHA_HINT, *checks._alpha_mistakes(np.full(2, 0.5), np.full(2, 0.5))]
+    recipe = re.compile(r"times the chance|added up over|by q\(x\)|drafted and then kept|the mass p and q", re.I)
+    assert [hint for hint in hints if recipe.search(hint)] == []
+
+
+# ------------------------------------------------------------------ the course's own functions, called
+def verify_by_the_course(p, q, drafted, generator=None):
+    written, _ = speculative.verify(p, q, torch.tensor(drafted), generator)
+    return written.tolist()
+
+
+def commit_by_the_course(probs, canvas, k, mask_id):
+    confidence, choice = probs.max(dim=-1)
+    counts = torch.full((canvas.size(0),), k)
+    return torch.where(top_counts(confidence.masked_fill(canvas != mask_id, -math.inf), counts), choice, canvas)
+
+
+def attend_by_the_course(q, k_new, v_new, cache_k, cache_v, start):
+    T = q.size(2)
+    cache_k[:, :, start : start + T], cache_v[:, :, start : start + T] = k_new, v_new
+    padded = torch.cat([torch.zeros_like(cache_k[:, :, :start]), q], dim=2)  # rows for the cached positions too
+    return causal_attention(padded, cache_k[:, :, : start + T], cache_v[:, :, : start + T])[:, :, start:]
+
+
+def _held_in_a_closure():
+    course = overlap
+    return lambda p, q: course(p, q)
+
+
+COURSE_WRAPPERS = [  # (exercise, a learner's function that calls the course's, the dotted name reported)
+    ("verify_draft", verify_by_the_course, "helpers.speculative.verify"),
+    ("acceptance_rate", lambda p, q: overlap(p, q), "helpers.acceptance.overlap"),
+    ("acceptance_rate", _held_in_a_closure(), "helpers.acceptance.overlap"),
+    ("acceptance_rate", overlap, "helpers.acceptance.overlap"),  # the course's function itself, renamed
+    ("tokens_per_step", lambda n, steps: even_split(n, steps), "helpers.unmasking.even_split"),
+    ("tokens_per_step", functools.partial(even_split), "helpers.unmasking.even_split"),
+    ("commit_most_confident", commit_by_the_course, "helpers.unmasking.top_counts"),
+    ("top_p_filter", lambda logits, p: course_top_p(logits, p), "helpers.ar.top_p_filter"),
+    ("top_p_filter", lambda logits, p: filter_logits(logits, top_p=p), "helpers.ar.filter_logits"),
+    ("attend_with_cache", attend_by_the_course, "helpers.exercises.ar_decoding.causal_attention"),
+    (
+        "predicted_step_seconds",
+        lambda w, kv, bw: predicted_time(StepCost(w, kv, 0.0, 0.0), bw, 1.0),
+        "helpers.costs.predicted_time",
+    ),
+    *[
+        (name, wrapper_of(getattr(solutions, name)), f"helpers.solutions.{name}")
+        for name in CHECKS
+        if name != "top_p_filter"
+    ],
+    ("top_p_filter", wrapper_of(solutions.top_p_filter), "helpers.ar.top_p_filter"),  # the reference is the course's
+]
+
+
+@pytest.mark.parametrize("name, wrapper, dotted", COURSE_WRAPPERS, ids=[f"{n}-{d}" for n, _, d in COURSE_WRAPPERS])
+def test_a_wrapper_around_the_courses_function_is_named_so(name, wrapper, dotted, capsys):
+    _, check = CHECKS[name]
+    passed, out = report_of(check, wrapper, capsys)
+    assert passed, out
+    assert out.startswith(f"✓ {name}, the course's function ({dotted}), not yours: "), out
+    assert f"write {name} without it" in out and out.count("\n") == 2
+
+
+def test_the_courses_functions_are_restored_after_a_check(capsys):
+    before = {name: dict(course_functions(name)) for name in COURSE_FUNCTIONS}
+    for name, wrapper, _ in COURSE_WRAPPERS[:4]:
+        report_of(CHECKS[name][1], wrapper, capsys)
+    assert {name: dict(course_functions(name)) for name in COURSE_FUNCTIONS} == before
+    assert globals()["overlap"] is before["acceptance_rate"][id(overlap)][0]
+    assert COURSE_WRAPPERS[2][1].__closure__[0].cell_contents is overlap
+
+
+def test_every_exercise_lists_the_courses_functions():
+    assert set(COURSE_FUNCTIONS) == set(CHECKS)
+    for name in CHECKS:
+        assert f"helpers.solutions.{name}" in {dotted for _, dotted in course_functions(name).values()} or (
+            name == "top_p_filter"  # helpers.solutions re-exports helpers.ar's: one object, its first name
+        )
+    with pytest.raises(ValueError, match="no exercise named"):
+        course_functions("sample")
+
+
+# ------------------------------------------------------------------ the second language of notebook 01
+def test_the_second_language_is_the_chain_rule_over_its_factors():
+    tokens, probs = LANG.support()
+    second = second_language_probs()
+    assert second.sum() == pytest.approx(1.0, abs=1e-12) and (second > 0).all()
+    assert 0.5 * np.abs(second - probs).sum() > 0.3  # far from LANG: a sampler of LANG cannot pass for it
+    language = Reweighted()
+    for row in (0, 77, 5_000, len(probs) - 1):
+        ids = [int(t) for t in tokens[row, : LANG.sentence_lengths[row]]]
+        assert 2 ** solutions.sentence_log2prob(language, ids) == pytest.approx(second[row], rel=1e-12)
+    with pytest.raises(ValueError, match="power"):
+        Reweighted(power=0)
+
+
+def test_reading_the_global_lang_is_recognised():
+    assert reads_global_lang(global_prob) and reads_global_lang(global_factors)  # by name, and under another
+    assert reads_global_lang(global_loop_sentence) and reads_global_lang(global_through_a_helper)
+    assert reads_global_lang(functools.partial(lambda lang, ids: LANG.prob(ids)))
+    assert not reads_global_lang(solutions.sentence_log2prob) and not reads_global_lang(own_language)
 
 
 # ------------------------------------------------------------------ the exercises in the notebooks

@@ -18,6 +18,10 @@ ATTEND_HINT = (
     "write k_new and v_new into cache_k and cache_v at positions start .. start + T - 1 (in place), then return "
     "(B, H, T, hd): each new position's attention over the cached positions up to and including its own"
 )
+CHANGED_HINT = (
+    "the caller still needs {name} as it was: compute the scores and weights in new tensors (out of place: no "
+    "/= or *=, no method with a trailing underscore)"
+)
 SCHEDULE = ((0, 5), (5, 1), (6, 1), (7, 1), (8, 2), (10, 3))  # (start, T): a prompt of 5, single tokens, blocks
 
 
@@ -47,6 +51,18 @@ def _attend_mistake(q, k, v, start: int, T: int) -> dict[str, torch.Tensor]:
     return candidates
 
 
+def _nan_without_unwritten_slots(fn, q, k, v, cache_k, cache_v, start: int, T: int) -> bool:
+    """Run the pass again on copies of the caches whose unwritten slots hold 0, not NaN: whether the
+    output still holds NaN, which then comes from the learner's own arithmetic (a fully masked row)."""
+    new = slice(start, start + T)
+    finite_k, finite_v = cache_k.nan_to_num(0.0), cache_v.nan_to_num(0.0)
+    try:
+        again = fn(q[:, :, new].clone(), k[:, :, new].clone(), v[:, :, new].clone(), finite_k, finite_v, start)
+    except Exception:  # the first run returned: a second one that raises tells nothing
+        return False
+    return isinstance(again, torch.Tensor) and bool(again.isnan().any())
+
+
 def _attend_report(fn) -> str:
     generator = torch.Generator().manual_seed(0)
     B, H, max_len, hd = 2, 3, 16, 4
@@ -56,8 +72,8 @@ def _attend_report(fn) -> str:
     for start, T in SCHEDULE:
         case = f"{T} new position{'s' if T > 1 else ''} at start = {start}"
         new = slice(start, start + T)
-        got = call(fn, q[:, :, new].clone(), k[:, :, new].clone(), v[:, :, new].clone(), cache_k, cache_v, start,
-                   case=case, hint=ATTEND_HINT)  # fmt: skip
+        got = call(fn, q[:, :, new], k[:, :, new], v[:, :, new], cache_k, cache_v, start, case=case,
+                   hint=ATTEND_HINT, inputs=("q", "k_new", "v_new"), changed_hint=CHANGED_HINT)  # fmt: skip
         if not (torch.equal(cache_k[:, :, new], k[:, :, new]) and torch.equal(cache_v[:, :, new], v[:, :, new])):
             raise Failed(
                 f"the cache does not hold the new keys and values at positions {start} .. {start + T - 1} ({case})",
@@ -73,6 +89,13 @@ def _attend_report(fn) -> str:
                 f"returned {type(got).__name__} {tuple(getattr(got, 'shape', ()))}, expected (B, H, T, hd) = "
                 f"{(B, H, T, hd)} ({case})",
                 "return one output vector per head and new position, before heads are merged",
+            )
+        if got.isnan().any() and _nan_without_unwritten_slots(fn, q, k, v, cache_k, cache_v, start, T):
+            raise Failed(
+                f"the output holds NaN although every cache slot it may read holds numbers: softmax gave NaN for a "
+                f"row whose every score is masked ({case})",
+                "a position may always attend to itself: the mask hides only the positions after it, so no row is "
+                "ever fully masked",
             )
         if got.isnan().any():
             raise Failed(
@@ -100,6 +123,9 @@ def check_attend_with_cache(fn) -> bool:
     """Run `fn(q, k_new, v_new, cache_k, cache_v, start)` pass after pass against causal attention over the
     whole sequence, then inside every layer of the shipped AR model."""
     return run_check("attend_with_cache", fn, _attend_report)
+
+
+TOP_P_CHANGED_HINT = "leave the {name} you were given as they are: build the result out of place"
 
 
 def _probs(*values: float) -> torch.Tensor:
@@ -140,14 +166,8 @@ def _top_p_cases() -> list[tuple[str, torch.Tensor, float, str]]:
 
 def _top_p_report(fn) -> str:
     for case, logits, p, hint in _top_p_cases():
-        given = logits.clone()
-        got = call(fn, given, p, case=case, hint=hint)
+        got = call(fn, logits, p, case=case, hint=hint, inputs=("logits",), changed_hint=TOP_P_CHANGED_HINT)
         expected = top_p_filter(logits, p)
-        if not torch.equal(given, logits):
-            raise Failed(
-                f"your function changed its input logits ({case})",
-                "leave the logits you were given as they are: build the result out of place",
-            )
         if not isinstance(got, torch.Tensor) or got.shape != logits.shape:
             raise Failed(
                 f"returned {type(got).__name__} {getattr(got, 'shape', '')}, expected a tensor {tuple(logits.shape)} "

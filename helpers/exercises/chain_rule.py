@@ -9,6 +9,7 @@ from functools import cache
 import numpy as np
 
 from helpers.exercises.report import Failed, TooManyCalls, call, run_check
+from helpers.exercises.second_language import Reweighted, reads_global_lang, second_language_probs
 from helpers.toylang import LANG
 
 N_DRAWS = 4000  # sentences drawn from the learner's sampler
@@ -24,6 +25,19 @@ SAMPLE_HINT = (
 INVALID_HINT = "some token was impossible after the tokens typed before it: a sentence is typed by the chain rule"
 SAME_HINT = "your sampler chooses each token instead of drawing it at random"
 TOO_FAR_HINT = "some tokens come out more often, others less often, than their probabilities say"
+# A second language, LANG's sentences with other probabilities (helpers.exercises.second_language): a
+# function that reads the notebook's global LANG instead of the `lang` it is given gets LANG's numbers there.
+SECOND_DRAWS = 1000  # from the second language: a sampler of LANG lands 10 noise sd off (the limit is 4)
+SECOND_SENTENCES = 100  # sentences scored under it
+SECOND = "a second language with LANG's sentences and other probabilities"
+GLOBAL_LANG_HINT = (
+    "use the `lang` you are given, not the notebook's global LANG: the check hands your function a language "
+    "whose probabilities differ from LANG's"
+)
+OTHER_LANG_HINT = (
+    "take every probability from the `lang` your function is given: the check also hands it a language whose "
+    "probabilities differ from LANG's"
+)
 
 
 class ChainRuleOnly:
@@ -47,6 +61,10 @@ class ChainRuleOnly:
 
     def __getattr__(self, name: str):
         raise AttributeError(f"lang.{name} is hidden in this exercise: use lang.next_token_probs and lang.eos_id")
+
+
+def _second_hint(fn) -> str:
+    return GLOBAL_LANG_HINT if reads_global_lang(fn) else OTHER_LANG_HINT
 
 
 def as_ids(value, case: str) -> list[int]:
@@ -77,9 +95,10 @@ def _support_index() -> tuple[dict[tuple[int, ...], int], np.ndarray]:
 
 
 @cache
-def _tv_noise(n: int) -> tuple[float, float]:
-    """Mean and standard deviation of the TV distance of an exact sampler's n draws."""
-    _, probs = LANG.support()
+def _tv_noise(n: int, second: bool = False) -> tuple[float, float]:
+    """Mean and standard deviation of the TV distance of an exact sampler's n draws, from LANG or
+    from the second language."""
+    probs = second_language_probs() if second else LANG.support()[1]
     tvs = []
     for r in range(NOISE_REPLICAS):
         rows = np.random.default_rng(1000 + r).choice(len(probs), size=n, p=probs)
@@ -121,12 +140,36 @@ def _sampler_report(fn) -> str:
         if abs(measured - exact) > 4 * se:
             raise Failed(f"{name}s are {measured:.3f} of your draws; exactly {exact:.3f} ± {se:.3f}", TOO_FAR_HINT)
         shares.append(f"{measured:.3f}")
+    _second_language_draws(fn)
     return (
         f"{N_DRAWS:,} sentences, all valid, reproducible from the seed; "
         f"TV distance {tv:.3f} from the exact distribution (an exact sampler: {mean:.3f} ± {sd:.3f}); "
         "statements, questions, travel: "
         f"{', '.join(shares)} (exact 0.500, 0.200, 0.300)"
     )
+
+
+def _second_language_draws(fn) -> None:
+    """Draw from the second language: the sentences must follow its probabilities, not LANG's."""
+    lang, rng = ChainRuleOnly(Reweighted()), np.random.default_rng(1)
+    index, _ = _support_index()
+    rows = np.empty(SECOND_DRAWS, dtype=int)
+    for i in range(SECOND_DRAWS):
+        lang.calls_left = CALLS_PER_SENTENCE
+        case = f"draw {i + 1} from {SECOND}"
+        ids = as_ids(call(fn, lang, rng, case=case, hint=SAMPLE_HINT), case)
+        if tuple(ids) not in index:
+            raise Failed(f"{case} is {LANG.decode(ids)!r}, which the language never produces", INVALID_HINT)
+        rows[i] = index[tuple(ids)]
+    probs = second_language_probs()
+    tv = 0.5 * float(np.abs(np.bincount(rows, minlength=len(probs)) / SECOND_DRAWS - probs).sum())
+    mean, sd = _tv_noise(SECOND_DRAWS, second=True)
+    if tv > mean + 4 * sd:
+        raise Failed(
+            f"on {SECOND}, your {SECOND_DRAWS:,} draws are at TV distance {tv:.3f} from its exact distribution; "
+            f"sampling noise alone gives {mean:.3f} ± {sd:.3f}",
+            _second_hint(fn),
+        )
 
 
 def _same_seed_same_sentences(fn, rows: np.ndarray) -> None:
@@ -200,11 +243,29 @@ def _log2prob_report(fn) -> str:
         else:
             hint = LOG_HINT
         raise Failed(f"log2 P({text!r}) = {exact:.6f}, you returned {got:.6f}", hint)
+    _second_language_scores(fn)
     return (
         f"{len(sentences) - len(IMPOSSIBLE)} sentences within {max(worst, 1e-16):.0e} bits of log2 LANG.prob; "
         f"-inf for all {len(IMPOSSIBLE)} impossible ones (broken agreement and cities, an unfinished sentence, "
         "a word after the end, no words)"
     )
+
+
+def _second_language_scores(fn) -> None:
+    """Score sentences under the second language: the numbers must be its own, not LANG's."""
+    lang, (index, _), probs = ChainRuleOnly(Reweighted()), _support_index(), second_language_probs()
+    for ids in LANG.sample(SECOND_SENTENCES, seed=8):
+        lang.calls_left = CALLS_PER_SENTENCE
+        text = LANG.decode(ids)
+        case = f"on {text!r}, in {SECOND}"
+        got = call(fn, lang, list(ids), case=case, hint=RAISED_HINT)
+        try:
+            got = float(got)
+        except (TypeError, ValueError):
+            raise Failed(f"returned {type(got).__name__}, not a number ({case})", "return a float") from None
+        exact = math.log2(probs[index[tuple(ids)]])
+        if not abs(got - exact) <= 1e-9:
+            raise Failed(f"log2 P({text!r}) = {exact:.6f} under {SECOND}; you returned {got:.6f}", _second_hint(fn))
 
 
 def check_sentence_log2prob(fn) -> bool:

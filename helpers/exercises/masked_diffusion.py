@@ -64,7 +64,14 @@ BEYOND_HINT = (
     "k may be larger than a row is long (here {k} of {length} positions): then every masked position is "
     "committed, so never ask for more items than a row holds"
 )
+CHANGED_HINT = (
+    "the caller still needs {name} as it was: write the committed tokens into a new canvas, and compute out of "
+    "place (no method with a trailing underscore)"
+)
 MASK_ID, VOCAB, LENGTH = 7, 9, 12  # a mask id that is not 0 or the last id, as in real vocabularies
+# torch's CPU sort keeps a row of up to 16 values in order whether or not it is asked to: only longer rows
+# of equal confidences (notebook 03's canvas has 33 positions) show a sort or topk that breaks ties elsewhere
+LONG_TIES = ((33, 4), (64, 5), (128, 8), (128, 40))  # (positions, k)
 
 
 @cache
@@ -86,15 +93,32 @@ def _pass_cases() -> list[tuple[str, torch.Tensor, torch.Tensor, int]]:
     canvas = torch.full((2, LENGTH), MASK_ID)
     canvas[:, :2] = 4  # two filled positions on the left, as confident as the rest
     cases.append(("equal confidences everywhere: the leftmost masked positions win, k = 3", tied, canvas, 3))
+    cases += [_long_tie(length, k) for length, k in LONG_TIES]
     full = torch.randint(0, MASK_ID, (1, LENGTH), generator=generator)
     cases.append(("a canvas with nothing masked, k = 2", tied[:1], full, 2))
     return cases
 
 
+def _long_tie(length: int, k: int) -> tuple[str, torch.Tensor, torch.Tensor, int]:
+    """Equal confidences on a canvas of `length`: row 0 as the notebook's canvas (a filled first
+    position, the rest masked and tied); row 1 with filled positions every 5th and two levels of
+    ties, so that the k winners are the leftmost masked positions of the upper level."""
+    probs = torch.full((2, length, VOCAB), 0.5 / (VOCAB - 2), dtype=torch.float64)  # (B, T, V) flat tails
+    probs[..., 0], probs[..., MASK_ID] = 0.5, 0.0  # equally sure of token 0 ...
+    probs[1, 1::3] = 0.6 / (VOCAB - 2)
+    probs[1, 1::3, 0], probs[1, 1::3, MASK_ID] = 0.4, 0.0  # ... except every 3rd position of row 1, less sure
+    canvas = torch.full((2, length), MASK_ID)
+    canvas[0, 0] = 4  # like <bos>, as confident as the rest
+    canvas[1, ::5] = 4
+    return f"equal confidences on {length} positions: the leftmost masked positions win, k = {k}", probs, canvas, k
+
+
 def _pass_report(fn) -> str:
     for case, probs, canvas, k in _pass_cases():
-        hint = PASS_HINT if k <= LENGTH else BEYOND_HINT.format(k=k, length=LENGTH)  # a crash there: k > T
-        got = call(fn, probs.clone(), canvas.clone(), k, MASK_ID, case=case, hint=hint)
+        length = canvas.size(1)
+        hint = PASS_HINT if k <= length else BEYOND_HINT.format(k=k, length=length)  # a crash there: k > T
+        got = call(fn, probs, canvas, k, MASK_ID, case=case, hint=hint, inputs=("probs", "canvas"),
+                   changed_hint=CHANGED_HINT)  # fmt: skip
         expected = commit_most_confident(probs, canvas, k, MASK_ID)
         if not isinstance(got, torch.Tensor) or got.shape != canvas.shape:
             raise Failed(
@@ -137,5 +161,6 @@ def _pass_report(fn) -> str:
 
 
 def check_commit_most_confident(fn) -> bool:
-    """Compare `fn(probs, canvas, k, mask_id)` with one pass of confidence order on 26 cases."""
+    """Compare `fn(probs, canvas, k, mask_id)` with one pass of confidence order on 24 random passes and 6
+    edge cases (equal confidences on 12 to 128 positions, nothing masked)."""
     return run_check("commit_most_confident", fn, _pass_report)

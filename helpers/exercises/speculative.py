@@ -12,6 +12,15 @@ VERIFY_HINT = (
     "follow section 1's rule step by step: the chance of keeping each draft, the residual at the first rejection "
     "(which ends the round), and the bonus row when every draft is kept"
 )
+RESIDUAL_CHANGED_HINT = (
+    "the caller still needs {name} as it was: compute the residual in a new tensor (out of place: no -=, no "
+    "method with a trailing underscore such as clamp_)"
+)
+KEPT_HINT = "every draft is kept: section 1's rule keeps a draft only by chance, and replaces the first it rejects"
+BACKWARDS_HINT = (
+    "your residual is the wrong way round: a rejection must write a token the drafter proposes less often than the "
+    "target wants it, not one it proposes too often"
+)
 ROUNDS = 3000  # rounds per case
 CHI2_LIMIT = 35.0  # 3 degrees of freedom: a right rule exceeds this with probability below 1e-7
 
@@ -38,7 +47,8 @@ def _rounds(fn, p, q, case) -> tuple[list[np.ndarray], np.ndarray]:
     counts, lengths = [np.zeros(vocab) for _ in range(gamma + 1)], np.zeros(gamma + 2, dtype=int)
     for _ in range(ROUNDS):
         drafted = [int(torch.multinomial(q[i], 1, generator=g)) for i in range(gamma)]
-        out = call(fn, p.clone(), q.clone(), list(drafted), g, case=case, hint=VERIFY_HINT)
+        out = call(fn, p, q, drafted, g, case=case, hint=VERIFY_HINT, inputs=("p", "q", "drafted"),
+                   changed_hint=RESIDUAL_CHANGED_HINT)  # fmt: skip
         try:
             out = [int(t) for t in out]
         except (TypeError, ValueError):
@@ -82,7 +92,8 @@ def _verify_report(fn) -> str:
             if chi2 <= CHI2_LIMIT:
                 continue
             what = "first token" if k == 0 else ("bonus token" if k == q.size(0) else f"token {k + 1}")
-            hint = _mistake(seen, p[k].numpy(), q[k].numpy()) if k < q.size(0) else VERIFY_HINT
+            all_kept = lengths[gamma + 1] == ROUNDS
+            hint = _mistake(seen, p[k].numpy(), q[k].numpy(), all_kept) if k < q.size(0) else VERIFY_HINT
             if k == q.size(0):
                 hint = "when every draft is accepted, the bonus token comes from the target's last row, p[-1]"
             raise Failed(
@@ -93,21 +104,26 @@ def _verify_report(fn) -> str:
     return f"every written token follows the target in {len(_cases())} cases (worst chi-square {worst:.1f})"
 
 
-def _mistake(seen: np.ndarray, p: np.ndarray, q: np.ndarray) -> str:
-    """The hint for the common mistake whose distribution the written tokens follow, if any."""
+def _mistake(seen: np.ndarray, p: np.ndarray, q: np.ndarray, all_kept: bool) -> str:
+    """The hint for the common mistake whose distribution the written tokens follow, if any.
+    all_kept: whether every round kept every draft. A residual the wrong way round writes tokens
+    that follow q, as keeping every draft does: only the rejections tell the two apart."""
     shared = np.minimum(p, q)
     residual = np.maximum(p - q, 0) / max(np.maximum(p - q, 0).sum(), 1e-300)
+    backwards = np.maximum(q - p, 0) / max(np.maximum(q - p, 0).sum(), 1e-300)  # the residual the wrong way round
     inverted = q * np.minimum(1, q / np.maximum(p, 1e-300))  # kept with probability min(1, q/p)
     sure = q * (p >= q)  # kept only where p >= q
     mistakes = {
-        "every draft is kept: section 1's rule keeps a draft only by chance, and replaces the first it rejects": q,
+        KEPT_HINT: q,
         "a rejected token is replaced by a draw from section 1's residual, not from p": shared + (1 - shared.sum()) * p,
         "a rejected token is replaced by a draw from section 1's residual, not from q": shared + (1 - shared.sum()) * q,
+        BACKWARDS_HINT: shared + (1 - shared.sum()) * backwards,
         "the ratio is upside down: check which distribution section 1's chance of keeping a draft divides by": inverted
         + (1 - inverted.sum()) * residual,
         "a draft the target likes less than the drafter (p < q) is not always rejected: section 1's rule still keeps "
         "it by chance": sure + (1 - sure.sum()) * residual,
     }
+    del mistakes[BACKWARDS_HINT if all_kept else KEPT_HINT]
     chi2 = {hint: float(((seen - seen.sum() * dist) ** 2 / np.maximum(seen.sum() * dist, 1e-9)).sum())
             for hint, dist in mistakes.items()}  # fmt: skip
     closest = min(chi2, key=chi2.get)  # the mistake the written tokens follow most closely
@@ -120,8 +136,8 @@ def check_verify_draft(fn) -> bool:
 
 
 ALPHA_HINT = (
-    "alpha is a probability over what the drafter proposes: for each token, the chance it is drafted times the "
-    "chance the rule then keeps it, added up over the tokens"
+    "alpha is the chance that one drafted token is kept: think of what each token contributes to it, given how "
+    "often the drafter proposes it and how the rule treats it"
 )
 
 
@@ -129,14 +145,16 @@ def _alpha_mistakes(p: np.ndarray, q: np.ndarray) -> dict[str, np.ndarray]:
     """What the usual wrong answers return, each under its hint."""
     kept = np.minimum(1, p / q.clip(1e-300))  # the chance each token is kept, once drafted
     alpha = (q * kept).sum(-1)
-    unweighted = "weight each token's chance of being kept by q(x), the chance it is drafted"
     return {
-        "what you returned is the total variation, the mass p and q do not share: the chance of a rejection": 1 - alpha,
-        "a probability cannot exceed 1: check that each token's term is the chance it is drafted and then kept": (
-            np.maximum(p, q).sum(-1)
+        "what you returned is the total variation between p and q: the chance of a rejection, not of an acceptance": (
+            1 - alpha
         ),
-        f"a token is drafted only as often as q proposes it: {unweighted}": kept.sum(-1),
-        f"an average over the tokens treats them as equally likely: {unweighted}": kept.mean(-1),
+        "a probability cannot exceed 1: what you added up counts more than the chance of one drafted token being "
+        "kept": np.maximum(p, q).sum(-1),
+        "your sum counts every token as if the drafter always proposed it: a token it rarely proposes is rarely "
+        "kept, whatever the rule would do with it": kept.sum(-1),
+        "an average over the tokens treats them as equally likely to be drafted: the drafter proposes some far "
+        "more often than others": kept.mean(-1),
         "that is the chance that two independent draws, one from p and one from q, agree; the rule also keeps "
         "a draft the target would not have drawn itself": (p * q).sum(-1),
     }
@@ -153,7 +171,7 @@ def _alpha_report(fn) -> str:
     lowest = 1.0
     for case, pc, qc in cases:
         with np.errstate(divide="ignore", invalid="ignore"):  # the one-hot q has zeros: p / q may divide by 0
-            got = call(fn, pc.copy(), qc.copy(), case=case, hint=ALPHA_HINT)
+            got = call(fn, pc, qc, case=case, hint=ALPHA_HINT, inputs=("p", "q"))
         try:
             got = np.asarray(got, dtype=float)
         except (TypeError, ValueError):
