@@ -37,3 +37,15 @@ validation   the argument checks every module shares
 plotting     one figure style; widgets (a package, one module per notebook): the interactive
              figures; canvas_figure: a diffusion canvas pass by pass; device: CUDA -> MPS -> CPU
 """
+
+from pathlib import Path as _Path
+
+INSTALL = "python3.11 -m venv .venv && .venv/bin/pip install -r requirements.txt"  # the README's set-up
+COURSE_ROOT = _Path(__file__).resolve().parent.parent  # notebooks/, data/ and helpers/ side by side
+
+if not (COURSE_ROOT / "data" / "manifest.json").is_file():  # a wheel or a copy without the course around it
+    raise ImportError(
+        f"helpers runs only from the course's own folder, installed editable, because it reads the course's "
+        f"data/ (checkpoints, sweeps, hardware table) beside it; {COURSE_ROOT} has no data/manifest.json. From the "
+        f"course's root, run the README's command: {INSTALL}"
+    )
