@@ -1,41 +1,34 @@
-"""The code the notebooks of *Typewriter and Editor* share, one idea per module.
+"""The code the notebooks of *Typewriter and Editor* share, in the order of the course's argument.
+Each stage is a package that imports only the stages above it (pyproject.toml's import-linter
+contract, kept by tests/test_layers.py); its __init__ re-exports what the notebooks use.
 
-toylang      the toy language: an exact, enumerable distribution over sentences; grammar (its rules)
-             and documents (sentences packed into the models' 33-position documents)
-model        the transformer (causal or bidirectional), its KV cache and the pass counter
-fixtures     models with random weights in the course's and GPT-2's shapes, for timing
-ar           autoregressive decoding: naive and KV-cached loops, sampling controls
-diffusion    masked diffusion: the ELBO loss and the samplers (LLaDA, Fast-dLLM, MDLM, ReMDM);
-             unmasking: the rules of one step (what a pass commits, what ReMDM re-masks);
-             exact_denoiser: the language's exact conditionals for any canvas, a perfect "model"
-train        one training loop for both kinds; `python -m helpers.train ar|mdlm`; train_config
-checkpoints  the shipped checkpoints in data/, checked against their sha256
-measurement  honest timing (warm-up, medians, IQR); machine: caches and memory of this machine;
-             gpu: CUDA events, graphs and the L2 flush, timing as Triton's do_bench
-timing       this machine's bandwidth (STREAM, GEMV) and FLOP/s
-roofline     the roofline model and its plot
-costs        what a forward pass reads and computes; ceiling and typical efficiency; memory;
-             shapes: the model shapes (GPT-2, Llama, Qwen, LLaDA) the costs are computed for
-hardware     the device table (data/hardware.csv)
-latency      AR and diffusion latency of N tokens, from the cost of every pass
-calibration  published decoding speeds next to the projections of the same setting
-quality      a sampler's documents scored exactly: validity, length, diversity within sentences
-matched_quality  the sweep of every sampler setting, documents kept; `python -m helpers.matched_quality`;
-             matching: tokens per pass at the AR model's quality, on every measure; exact_sweep:
-             the same sweep on the exact denoiser, `python -m helpers.exact_sweep`; error_sources:
-             a shortfall split into the model's error, the factorization's and the selection's
-speculative  speculative decoding: the rule, exact for any drafter, with the KV cache cropped;
-             drafters (a small AR model, the language, the diffusion model); acceptance: alpha
-             predicted exactly; speculative_sweep: `python -m helpers.speculative_sweep`;
-             speculative_cost: where a decoder's time goes on the CPU (time_split), and GPU projections
-bench        (a package) `python -m helpers.bench`: this machine and the course's decoders, measured
-precision    the decode step with fp32, bf16 and int8 weights, timed in turn
-hf_compare   the course decoder against Hugging Face `generate` (needs transformers)
-exercises    (a package) the checks of the notebooks' exercises; solutions: their references
-             student_copy: the notebooks without the solutions, `python -m helpers.student_copy OUT`
-validation   the argument checks every module shares
-plotting     one figure style; widgets (a package, one module per notebook): the interactive
-             figures; canvas_figure: a diffusion canvas pass by pass; device: CUDA -> MPS -> CPU
+common       argument checks (validation), one figure style (plotting), a device (device)
+language     the exact language: grammar, documents, toylang (every probability known)
+decoding     the typewriter: the transformer and its KV cache (model), AR decoding (ar), the shipped
+             checkpoints (checkpoints) and their training settings (train_config)
+diffusion    the editor: the loss and the sampler (sampler), the unmasking rules (unmasking), the
+             language's exact conditionals, a perfect model (exact_denoiser)
+quality      quality measured exactly: scores, the sweeps (matched_quality, exact_sweep; each a
+             `python -m` command), matching at the AR model's quality, error_sources (the split)
+measure      the machine: honest timing (measurement), bandwidth and FLOP/s (timing), caches and the
+             device's name (machine), CUDA events and graphs (gpu, nvidia_smi, capture_safety)
+roofline     what a pass reads and computes (costs, shapes), the device table (hardware), the bound
+             (attainable), random-weight models for timing (fixtures)
+projection   GPUs, projected: latency of N tokens (latency), published speeds beside it (calibration)
+speculative  the way out: the rule (rule), drafters, acceptance, its sweep (sweep) and cost (cost)
+
+Presentation and tools, which may import any stage:
+views, widgets  the notebooks' printed tables and figures, and their interactive figures
+exercises       the checks of the notebooks' exercises; solutions: their references
+bench           `python -m helpers.bench`: this machine and the course's decoders measured (precision
+                among them: the decode step in fp32, bf16 and int8)
+train           one training loop for both kinds: `python -m helpers.train ar|mdlm`
+student_copy    the notebooks without their solutions: `python -m helpers.student_copy OUT`
+hf_compare      the course's decoder against Hugging Face `generate` (needs transformers)
+
+To add an unmasking rule: its score in helpers/diffusion/unmasking.py (confidence_scores), its name
+in helpers/diffusion/sampler.py (STRATEGIES), and its settings in the sweeps' tables
+(helpers/quality/matched_quality.py, helpers/quality/exact_sweep.py).
 """
 
 from pathlib import Path as _Path

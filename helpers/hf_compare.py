@@ -22,12 +22,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from helpers.ar import generate
-from helpers.costs import decode_step_cost
-from helpers.fixtures import prefilled_cache
-from helpers.machine import default_array_bytes, machine_summary
-from helpers.model import Transformer, decode_layout, gpt2_small_config
-from helpers.timing import DEFAULT_GEMV_COLS, linear_bytes, stream_bandwidth
+from helpers.decoding.ar import generate
+from helpers.decoding.model import Transformer, decode_layout, gpt2_small_config
+from helpers.measure.machine import default_array_bytes, machine_summary
+from helpers.measure.timing import DEFAULT_GEMV_COLS, linear_bytes, stream_bandwidth
+from helpers.roofline.costs import decode_step_cost
+from helpers.roofline.fixtures import prefilled_cache
 
 PROMPT_TOKENS, NEW_TOKENS = 8, 64
 

@@ -8,7 +8,7 @@ outputs of the code cells tagged `answer` cleared (those whose output answers a 
 you run" question or an exercise) and the markdown cells tagged `answer` (the text that reads such
 an output) folded, and OUT/README.md. Everything else stays as committed: the stubs,
 their checks, the other outputs. The notebooks still import `helpers`, so the copy runs in the
-course's virtual environment; their links such as ../helpers/ar.py resolve when OUT sits at the
+course's virtual environment; their links such as ../helpers/decoding/ar.py resolve when OUT sits at the
 course's root, next to notebooks/.
 
 `leaks(notebooks)` lists what a copy still gives away: a line of a reference solution, an answer
@@ -46,7 +46,7 @@ The course's notebooks without their solutions, made by `python -m helpers.stude
 folded solutions are gone, and the outputs that answer a "Predict before you run" question are
 cleared (run the cell to see them), with the text that reads them folded just below. They import
 the course's `helpers` package: open them from the course's virtual environment (`.venv`), and put
-this folder at the course's root, next to `notebooks/`, so that links such as `../helpers/ar.py`
+this folder at the course's root, next to `notebooks/`, so that links such as `../helpers/decoding/ar.py`
 resolve.
 
 The reference answers live in `helpers/solutions/` (one module per notebook; the notebooks use

@@ -22,11 +22,11 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from helpers.checkpoints import save_checkpoint
-from helpers.model import ModelConfig, Transformer
-from helpers.toylang import LANG
-from helpers.train_config import KINDS, TrainConfig, check_kind
-from helpers.validation import check_int
+from helpers.common.validation import check_int
+from helpers.decoding.checkpoints import save_checkpoint
+from helpers.decoding.model import ModelConfig, Transformer
+from helpers.decoding.train_config import KINDS, TrainConfig, check_kind
+from helpers.language.toylang import LANG
 
 __all__ = ["KINDS", "TrainConfig", "check_kind", "model_config", "train", "held_out_documents", "learning_rate"]
 
@@ -49,7 +49,7 @@ def ar_loss(model: Transformer, docs: torch.Tensor) -> torch.Tensor:
 def loss_fn(kind: str):
     if kind == "ar":
         return lambda model, docs, generator: ar_loss(model, docs)
-    from helpers.diffusion import diffusion_loss
+    from helpers.diffusion.sampler import diffusion_loss
 
     return lambda model, docs, generator: diffusion_loss(model, docs, generator=generator)
 
@@ -75,7 +75,7 @@ def train(kind: str, cfg: TrainConfig | None = None, model: Transformer | None =
     if cfg is not None and not isinstance(cfg, TrainConfig):
         raise ValueError(f"cfg must be None or a TrainConfig, got {type(cfg).__name__}")
     if model is not None and not isinstance(model, Transformer):
-        raise ValueError(f"model must be None or a helpers.model.Transformer, got {type(model).__name__}")
+        raise ValueError(f"model must be None or a helpers.decoding.model.Transformer, got {type(model).__name__}")
     cfg = cfg or TrainConfig()
     torch.manual_seed(cfg.seed)
     model = model or Transformer(model_config(kind, cfg.doc_length))

@@ -1,15 +1,15 @@
-"""Fixtures shared by the tests: a fake GPU in place of helpers.gpu.runtime, and one thread."""
+"""Fixtures shared by the tests: a fake GPU in place of helpers.measure.gpu.runtime, and one thread."""
 
 import pytest
 import torch
 from fake_gpu import FakeGpu
 
-from helpers import gpu
+from helpers.measure import gpu
 
 
 @pytest.fixture
 def fake(monkeypatch):
-    """helpers.gpu.runtime answers with one FakeGpu for every device: the CUDA branches run on CPU tensors."""
+    """helpers.measure.gpu.runtime answers with one FakeGpu for every device: the CUDA branches run on CPU tensors."""
     fake_gpu = FakeGpu()
     monkeypatch.setattr(gpu, "runtime", lambda device: fake_gpu)
     return fake_gpu

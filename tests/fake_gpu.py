@@ -3,7 +3,7 @@
 The fake keeps the rules a real one enforces: an event's time can be read only after a
 synchronisation has passed it, a call right after an L2 flush is slower (it reads from memory)
 than one that finds its data in L2, and a function to capture must not sync the host or build
-tensors from Python data (helpers.capture_safety, as helpers.gpu.CudaRuntime.capture checks)."""
+tensors from Python data (helpers.measure.capture_safety, as helpers.measure.gpu.CudaRuntime.capture checks)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import torch
 
-from helpers import gpu
 from helpers.bench.roofs import Roofs
-from helpers.capture_safety import check_capture_safe
-from helpers.measurement import Measurement
+from helpers.measure import gpu
+from helpers.measure.capture_safety import check_capture_safe
+from helpers.measure.measurement import Measurement
 
 COLD_S, WARM_S = 3e-3, 1e-3  # a fake kernel's GPU time with its data in memory / in L2
 

@@ -1,4 +1,4 @@
-"""helpers.acceptance: the predicted acceptance of speculative decoding, pinned against brute force."""
+"""helpers.speculative.acceptance: the predicted acceptance of speculative decoding, pinned against brute force."""
 
 import copy
 import itertools
@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.acceptance import (
+from helpers.decoding.model import ModelConfig, Transformer
+from helpers.diffusion.sampler import masked_logits
+from helpers.language.toylang import LANG
+from helpers.speculative.acceptance import (
     acceptance_table,
     chain_prediction,
     expected_tokens,
@@ -19,11 +22,8 @@ from helpers.acceptance import (
     target_table,
     visited_documents,
 )
-from helpers.diffusion import masked_logits
-from helpers.drafters import CausalDrafter, LanguageDrafter, MaskedDiffusionDrafter
-from helpers.model import ModelConfig, Transformer
-from helpers.speculative import verify
-from helpers.toylang import LANG
+from helpers.speculative.drafters import CausalDrafter, LanguageDrafter, MaskedDiffusionDrafter
+from helpers.speculative.rule import verify
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 

@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from helpers.ar import check_sampling_args, filter_logits, generate, next_token, sampled_log2prob
-from helpers.model import ModelConfig, Transformer
+from helpers.decoding.ar import check_sampling_args, filter_logits, generate, next_token, sampled_log2prob
+from helpers.decoding.model import ModelConfig, Transformer
 
 
 def tiny():

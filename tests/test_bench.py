@@ -29,10 +29,10 @@ from helpers.bench import (
     width_sweep,
 )
 from helpers.bench.cli import main
-from helpers.costs import decode_step_cost, forward_pass_cost, predicted_time
-from helpers.model import ModelConfig
-from helpers.timing import Measurement
-from helpers.toylang import LANG
+from helpers.decoding.model import ModelConfig
+from helpers.language.toylang import LANG
+from helpers.measure.timing import Measurement
+from helpers.roofline.costs import decode_step_cost, forward_pass_cost, predicted_time
 from helpers.train import model_config
 
 SMALL = ModelConfig(vocab_size=50, max_len=40, d_model=16, n_layer=2, n_head=2)  # a decode shape that times fast
@@ -232,7 +232,7 @@ def test_main_prints_json_or_a_table(monkeypatch, capsys):
         (lambda: decode_step(SMALL, roofs=fake_roofs(), context=40), r"must fit in max_len \(40\)"),
         (lambda: decode_step(SMALL, roofs=fake_roofs(), batch=0), "batch must be an int >= 1"),
         (lambda: decode_step(SMALL, roofs=fake_roofs(), context=2, gemv=11.0), "gemv must be None or a Measurement"),
-        (lambda: random_model(asdict(SMALL)), "config must be a helpers.model.ModelConfig"),
+        (lambda: random_model(asdict(SMALL)), "config must be a helpers.decoding.model.ModelConfig"),
         (lambda: tiny_models_n256(roofs=fake_roofs(), n_tokens=8, steps=9), r"steps \(9\) must be <= n_tokens"),
         (lambda: tiny_config(0), "n_tokens must be an int >= 1"),
     ],
@@ -268,9 +268,9 @@ def test_main_rejects_bad_arguments(argv, capsys):
         (lambda: random_model(SMALL, device="tpu"), "device must be None, 'cpu', 'cuda', 'cuda:N', 'mps'"),
         (lambda: tiny_config(8, causal="yes"), "causal must be True or False"),
         (lambda: tiny_config(2.0), "n_tokens must be an int >= 1, got 2.0"),
-        (lambda: bidirectional_twin(SMALL), "model must be a helpers.model.Transformer, got ModelConfig"),
+        (lambda: bidirectional_twin(SMALL), "model must be a helpers.decoding.model.Transformer, got ModelConfig"),
         (lambda: prefilled_cache(random_model(SMALL), 40, 1, 0), r"must fit in max_len \(40\)"),
-        (lambda: prefilled_cache(SMALL, 4, 1, 0), "model must be a causal helpers.model.Transformer"),
+        (lambda: prefilled_cache(SMALL, 4, 1, 0), "model must be a causal helpers.decoding.model.Transformer"),
         (lambda: decode_step(SMALL, roofs=fake_roofs(), context=True), "context must be an int >= 0, got True"),
         (lambda: decode_step(SMALL, roofs=fake_roofs(), shape=3), "shape must be None or a str"),
         (lambda: tiny_models_n256(roofs=fake_roofs(), n_tokens=True), "n_tokens must be an int >= 1, got True"),
@@ -278,7 +278,7 @@ def test_main_rejects_bad_arguments(argv, capsys):
         (lambda: run_bench("cpu", settings="fast"), "settings must be None or a BenchSettings"),
         (lambda: run_bench("cpu", decode_config=replace(SMALL, causal=False)), "decode_config must be causal"),
         (lambda: run_bench("cpu", progress=3), "progress must be None or a callable"),
-        (lambda: as_json(3), "result must be a measurement of helpers.bench or helpers.precision"),
+        (lambda: as_json(3), "result must be a measurement of helpers.bench or helpers.bench.precision"),
     ],
 )
 def test_more_bad_arguments_name_what_is_allowed(call, message):

@@ -20,11 +20,11 @@ from helpers.bench.roofs import BenchSettings
 from helpers.bench.rows import as_json
 from helpers.bench.tiny import DecoderRun, TinyRun
 from helpers.bench.widths import WidthPoint, width_sweep
-from helpers.costs import decode_step_cost
-from helpers.fixtures import bidirectional_twin, random_model
-from helpers.hardware import get_hardware
-from helpers.measurement import Measurement
-from helpers.model import ModelConfig, gpt2_small_config
+from helpers.decoding.model import ModelConfig, gpt2_small_config
+from helpers.measure.measurement import Measurement
+from helpers.roofline.costs import decode_step_cost
+from helpers.roofline.fixtures import bidirectional_twin, random_model
+from helpers.roofline.hardware import get_hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ModelConfig(vocab_size=50, max_len=40, d_model=16, n_layer=2, n_head=2)

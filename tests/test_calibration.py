@@ -2,9 +2,16 @@ import math
 
 import pytest
 
-from helpers.calibration import CEILING, TYPICAL, calibration_table, load_parallelism, load_published, typical_fit
-from helpers.costs import MODEL_SHAPES, TYPICAL_BANDWIDTH_EFFICIENCY, TYPICAL_COMPUTE_EFFICIENCY
-from helpers.hardware import load_hardware_table
+from helpers.projection.calibration import (
+    CEILING,
+    TYPICAL,
+    calibration_table,
+    load_parallelism,
+    load_published,
+    typical_fit,
+)
+from helpers.roofline.costs import MODEL_SHAPES, TYPICAL_BANDWIDTH_EFFICIENCY, TYPICAL_COMPUTE_EFFICIENCY
+from helpers.roofline.hardware import load_hardware_table
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ import pytest
 import torch
 from matplotlib import pyplot as plt
 
-from helpers.canvas_figure import draw_canvas_history
-from helpers.diffusion import sample
-from helpers.model import ModelConfig, Transformer
-from helpers.toylang import LANG
+from helpers.decoding.model import ModelConfig, Transformer
+from helpers.diffusion.sampler import sample
+from helpers.language.toylang import LANG
+from helpers.views.canvas_figure import draw_canvas_history
 
 
 def trace_of_an_editor():

@@ -1,5 +1,5 @@
 """What a CUDA graph may hold, checked without a GPU: the decode step and the GEMV set run as they
-would be captured, under helpers.capture_safety's TorchDispatchMode, and must neither sync the host
+would be captured, under helpers.measure.capture_safety's TorchDispatchMode, and must neither sync the host
 nor build tensors from Python data. A planted `.item()` (or `.tolist()`, or `torch.tensor`) is caught,
 by the checker itself and by the fake GPU's capture, which checks as the real one does."""
 
@@ -12,11 +12,11 @@ import pytest
 import torch
 from fake_gpu import roofs
 
-from helpers import gpu
 from helpers.bench.decode import decode_step, decode_step_fn, model_gemv_bandwidth, model_gemvs
-from helpers.capture_safety import capture_check, check_capture_safe
-from helpers.fixtures import random_model, tiny_config
-from helpers.model import ModelConfig
+from helpers.decoding.model import ModelConfig
+from helpers.measure import gpu
+from helpers.measure.capture_safety import capture_check, check_capture_safe
+from helpers.roofline.fixtures import random_model, tiny_config
 
 SMALL_GPT = ModelConfig(vocab_size=128, max_len=64, d_model=64, n_layer=2, n_head=4)  # GPT-2's layout, small
 

@@ -9,9 +9,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import checkpoints
-from helpers.checkpoints import CheckpointError, load_checkpoint, load_pretrained, save_checkpoint, training_losses
-from helpers.model import ModelConfig, Transformer
+from helpers.decoding import checkpoints
+from helpers.decoding.checkpoints import (
+    CheckpointError,
+    load_checkpoint,
+    load_pretrained,
+    save_checkpoint,
+    training_losses,
+)
+from helpers.decoding.model import ModelConfig, Transformer
 from helpers.train import TrainConfig
 
 
@@ -208,7 +214,7 @@ def test_a_missing_private_checkpoint_is_a_checkpoint_error(tmp_path):
         (lambda p: training_losses("gpt"), r"kind must be one of \('ar', 'mdlm'\), got 'gpt'"),
         (
             lambda p: save_checkpoint("model", "ar", TrainConfig(), path=p),
-            r"model must be a helpers\.model\.Transformer",
+            r"model must be a helpers\.decoding\.model\.Transformer",
         ),
         (
             lambda p: save_checkpoint(Transformer(ModelConfig(causal=False)), "ar", TrainConfig(), path=p),
@@ -245,14 +251,15 @@ def imports_of(module: str) -> set[str]:
 
 def test_checkpoints_does_not_import_train():
     assert "helpers.train" not in imports_of("checkpoints")
-    assert "helpers.checkpoints" not in imports_of("train_config")
+    assert "helpers.decoding.checkpoints" not in imports_of("train_config")
     assert "helpers.train" not in imports_of("train_config")
-    code = "import sys, helpers.checkpoints; assert 'helpers.train' not in sys.modules; import helpers.train"
+    code = "import sys, helpers.decoding.checkpoints; assert 'helpers.train' not in sys.modules; import helpers.train"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(checkpoints.__file__).parent.parent)
 
 
 def test_train_still_exports_the_shared_names():
-    from helpers import train, train_config
+    from helpers import train
+    from helpers.decoding import train_config
 
     assert train.TrainConfig is train_config.TrainConfig and train.KINDS == checkpoints.KINDS == ("ar", "mdlm")
     assert train.check_kind is train_config.check_kind

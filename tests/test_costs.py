@@ -1,6 +1,7 @@
 import pytest
 
-from helpers.costs import (
+from helpers.decoding.model import ModelConfig, Transformer, gpt2_small_config
+from helpers.roofline.costs import (
     MODEL_SHAPES,
     ModelShape,
     StepCost,
@@ -14,8 +15,7 @@ from helpers.costs import (
     model_shape,
     predicted_time,
 )
-from helpers.hardware import get_hardware, load_hardware_table
-from helpers.model import ModelConfig, Transformer, gpt2_small_config
+from helpers.roofline.hardware import get_hardware, load_hardware_table
 
 H100_BW, H100_BF16 = 3350e9, 989e12
 
@@ -232,7 +232,8 @@ def test_the_cost_model_imports_neither_pyplot_nor_the_plots():
     import sys
 
     code = (
-        "import sys, helpers.costs, helpers.latency, helpers.hardware, helpers.roofline, helpers.shapes; "
+        "import sys, helpers.roofline.costs, helpers.projection.latency, helpers.roofline.hardware, "
+        "helpers.roofline.attainable, helpers.roofline.shapes; "
         "print('matplotlib.pyplot' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -3,8 +3,9 @@ import math
 import pytest
 import torch
 
-from helpers.checkpoints import load_pretrained
-from helpers.diffusion import (
+from helpers.decoding.checkpoints import load_pretrained
+from helpers.decoding.model import ModelConfig, Transformer, count_passes
+from helpers.diffusion.sampler import (
     diffusion_loss,
     even_split,
     low_confidence_commit,
@@ -17,9 +18,8 @@ from helpers.diffusion import (
     sample,
     top_counts,
 )
-from helpers.model import ModelConfig, Transformer, count_passes
-from helpers.toylang import LANG
-from helpers.unmasking import remdm_remaskings_per_token
+from helpers.diffusion.unmasking import remdm_remaskings_per_token
+from helpers.language.toylang import LANG
 
 V = len(LANG.vocab)
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from matplotlib import pyplot as plt
 
-from helpers.error_sources import (
+from helpers.diffusion.exact_denoiser import ExactDenoiser
+from helpers.quality.error_sources import (
     MEASURE_LABELS,
     curve,
     lost_bits_per_document,
@@ -23,11 +24,10 @@ from helpers.error_sources import (
     value,
     value_at,
 )
-from helpers.exact_denoiser import ExactDenoiser
-from helpers.exact_sweep import EXACT_STRATEGIES, compact, exact_run, expand, load_exact_sweep
-from helpers.matched_quality import Run, Sweep, load_sweep
-from helpers.matching import MEASURES, target_from, tokens_per_pass_at
-from helpers.quality import exact_documents
+from helpers.quality.exact_sweep import EXACT_STRATEGIES, compact, exact_run, expand, load_exact_sweep
+from helpers.quality.matched_quality import Run, Sweep, load_sweep
+from helpers.quality.matching import MEASURES, target_from, tokens_per_pass_at
+from helpers.quality.scores import exact_documents
 from helpers.views import sources
 
 
@@ -42,9 +42,11 @@ def test_the_shipped_exact_sweep_covers_every_setting(sweeps):
     for name, runs in exact.runs.items():
         assert [r.setting for r in runs] == list(EXACT_STRATEGIES[name][1])
         assert all(r.n == 1024 and r.docs is None for r in runs)
-    assert exact.meta["documents_per_setting"] == 1024 and exact.meta["command"] == "python -m helpers.exact_sweep"
+    assert (
+        exact.meta["documents_per_setting"] == 1024 and exact.meta["command"] == "python -m helpers.quality.exact_sweep"
+    )
     assert set(exact.meta["lost_bits"]) == {"n_docs", "exact", "trained"} and exact.meta["lost_bits"]["n_docs"] == 4096
-    with pytest.raises(ValueError, match="rebuild it with: python -m helpers.exact_sweep"):
+    with pytest.raises(ValueError, match="rebuild it with: python -m helpers.quality.exact_sweep"):
         load_exact_sweep("/nonexistent.json")
 
 

@@ -1,5 +1,5 @@
 """The exact denoiser against brute force: every document of a small grammar enumerated, and
-LANG.conditional on sentences; then as a model of helpers.diffusion (sample, nelbo)."""
+LANG.conditional on sentences; then as a model of helpers.diffusion.sampler (sample, nelbo)."""
 
 import itertools
 import math
@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.diffusion import nelbo, sample
-from helpers.exact_denoiser import (
+from helpers.diffusion.exact_denoiser import (
     ExactDenoiser,
     SentenceDenoiser,
     _check_automaton,
@@ -18,9 +17,10 @@ from helpers.exact_denoiser import (
     log_posteriors,
     sentence_automaton,
 )
-from helpers.grammar import Grammar
-from helpers.quality import exact_documents, measure, score_documents
-from helpers.toylang import LANG, ToyLanguage
+from helpers.diffusion.sampler import nelbo, sample
+from helpers.language.grammar import Grammar
+from helpers.language.toylang import LANG, ToyLanguage
+from helpers.quality.scores import exact_documents, measure, score_documents
 
 
 class SmallGrammar(Grammar):
@@ -193,9 +193,11 @@ def test_samplers_take_the_exact_denoiser_and_name_what_is_allowed():
     for kwargs in (dict(strategy="ancestral", remask=0.4), dict(threshold=0.9), dict(block_length=8)):
         docs = sample(d, 32, 8, temperature=1.0, batch_size=4, generator=torch.Generator().manual_seed(1), **kwargs)
         assert docs.shape == (4, 33)
-    with pytest.raises(ValueError, match="bidirectional helpers.model.Transformer or a helpers.exact_denoiser"):
+    with pytest.raises(
+        ValueError, match="bidirectional helpers.decoding.model.Transformer or a helpers.diffusion.exact_denoiser"
+    ):
         sample(object(), 32, 8)
-    with pytest.raises(ValueError, match="lang must be a helpers.toylang.ToyLanguage"):
+    with pytest.raises(ValueError, match="lang must be a helpers.language.toylang.ToyLanguage"):
         ExactDenoiser("LANG")
     with pytest.raises(ValueError, match="canvas must be an int64 tensor"):
         d(torch.zeros(2, 33))

@@ -15,18 +15,19 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import exercises, solutions, speculative
-from helpers.acceptance import overlap
-from helpers.ar import filter_logits
-from helpers.ar import top_p_filter as course_top_p
-from helpers.costs import StepCost, predicted_time
-from helpers.diffusion import even_split
+from helpers import exercises, solutions
+from helpers.decoding.ar import filter_logits
+from helpers.decoding.ar import top_p_filter as course_top_p
+from helpers.diffusion.sampler import even_split
+from helpers.diffusion.unmasking import top_counts
 from helpers.exercises.ar_decoding import causal_attention
 from helpers.exercises.report import COURSE_FUNCTIONS, course_functions
 from helpers.exercises.second_language import Reweighted, reads_global_lang, second_language_probs
-from helpers.toylang import LANG
-from helpers.toylang import LANG as SAME_LANGUAGE
-from helpers.unmasking import top_counts
+from helpers.language.toylang import LANG
+from helpers.language.toylang import LANG as SAME_LANGUAGE
+from helpers.roofline.costs import StepCost, predicted_time
+from helpers.speculative import rule as speculative
+from helpers.speculative.acceptance import overlap
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 CHECKS = {  # exercise -> (notebook, check)
@@ -508,8 +509,8 @@ def test_every_exercise_has_at_least_two_wrong_attempts():
 
 
 def test_the_step_check_compares_with_a_measurement(capsys):
-    from helpers.costs import decode_step_cost
-    from helpers.model import gpt2_small_config
+    from helpers.decoding.model import gpt2_small_config
+    from helpers.roofline.costs import decode_step_cost
 
     cost = decode_step_cost(gpt2_small_config(), context=512, bytes_per_param=4)
     check = exercises.check_predicted_step_seconds
@@ -576,27 +577,31 @@ def _held_in_a_closure():
 
 
 COURSE_WRAPPERS = [  # (exercise, a learner's function that calls the course's, the dotted name reported)
-    ("verify_draft", verify_by_the_course, "helpers.speculative.verify"),
-    ("acceptance_rate", lambda p, q: overlap(p, q), "helpers.acceptance.overlap"),
-    ("acceptance_rate", _held_in_a_closure(), "helpers.acceptance.overlap"),
-    ("acceptance_rate", overlap, "helpers.acceptance.overlap"),  # the course's function itself, renamed
-    ("tokens_per_step", lambda n, steps: even_split(n, steps), "helpers.unmasking.even_split"),
-    ("tokens_per_step", functools.partial(even_split), "helpers.unmasking.even_split"),
-    ("commit_most_confident", commit_by_the_course, "helpers.unmasking.top_counts"),
-    ("top_p_filter", lambda logits, p: course_top_p(logits, p), "helpers.ar.top_p_filter"),
-    ("top_p_filter", lambda logits, p: filter_logits(logits, top_p=p), "helpers.ar.filter_logits"),
+    ("verify_draft", verify_by_the_course, "helpers.speculative.rule.verify"),
+    ("acceptance_rate", lambda p, q: overlap(p, q), "helpers.speculative.acceptance.overlap"),
+    ("acceptance_rate", _held_in_a_closure(), "helpers.speculative.acceptance.overlap"),
+    ("acceptance_rate", overlap, "helpers.speculative.acceptance.overlap"),  # the course's function itself, renamed
+    ("tokens_per_step", lambda n, steps: even_split(n, steps), "helpers.diffusion.unmasking.even_split"),
+    ("tokens_per_step", functools.partial(even_split), "helpers.diffusion.unmasking.even_split"),
+    ("commit_most_confident", commit_by_the_course, "helpers.diffusion.unmasking.top_counts"),
+    ("top_p_filter", lambda logits, p: course_top_p(logits, p), "helpers.decoding.ar.top_p_filter"),
+    ("top_p_filter", lambda logits, p: filter_logits(logits, top_p=p), "helpers.decoding.ar.filter_logits"),
     ("attend_with_cache", attend_by_the_course, "helpers.exercises.ar_decoding.causal_attention"),
     (
         "predicted_step_seconds",
         lambda w, kv, bw: predicted_time(StepCost(w, kv, 0.0, 0.0), bw, 1.0),
-        "helpers.costs.predicted_time",
+        "helpers.roofline.costs.predicted_time",
     ),
     *[
         (name, wrapper_of(getattr(solutions, name)), f"helpers.solutions.{name}")
         for name in CHECKS
         if name != "top_p_filter"
     ],
-    ("top_p_filter", wrapper_of(solutions.top_p_filter), "helpers.ar.top_p_filter"),  # the reference is the course's
+    (
+        "top_p_filter",
+        wrapper_of(solutions.top_p_filter),
+        "helpers.decoding.ar.top_p_filter",
+    ),  # the reference is the course's
 ]
 
 
@@ -622,7 +627,7 @@ def test_every_exercise_lists_the_courses_functions():
     assert set(COURSE_FUNCTIONS) == set(CHECKS)
     for name in CHECKS:
         assert f"helpers.solutions.{name}" in {dotted for _, dotted in course_functions(name).values()} or (
-            name == "top_p_filter"  # helpers.solutions re-exports helpers.ar's: one object, its first name
+            name == "top_p_filter"  # helpers.solutions re-exports helpers.decoding.ar's: one object, its first name
         )
     with pytest.raises(ValueError, match="no exercise named"):
         course_functions("sample")
@@ -694,7 +699,7 @@ def test_one_pass_reference_by_hand():
 
 
 def test_the_chain_rule_references_by_hand():
-    from helpers.toylang import LANG
+    from helpers.language.toylang import LANG
     from helpers.widgets import typewriter_trace
 
     ids = LANG.encode("the small cat near the dogs sleeps .")

@@ -1,4 +1,4 @@
-"""The CUDA path, exercised without a GPU: a fake GPU stands in for helpers.gpu.runtime.
+"""The CUDA path, exercised without a GPU: a fake GPU stands in for helpers.measure.gpu.runtime.
 
 The fake keeps the rules a real one enforces: an event's time can be read only after a
 synchronisation has passed it, and a call right after an L2 flush is slower (it reads from memory)
@@ -16,18 +16,18 @@ import pytest
 import torch
 from fake_gpu import COLD_S, WARM_S, FakeGpu, roofs
 
-from helpers import gpu, machine
-from helpers import model as model_module
 from helpers.bench import graphs as bench_graphs
 from helpers.bench.decode import decode_step, model_gemv_bandwidth
 from helpers.bench.rows import as_json
 from helpers.bench.text import _decode_lines, _graph_lines, reference_summary
-from helpers.fixtures import build_on_device, layout_of, random_model, tiny_config
-from helpers.hardware import get_hardware, match_hardware
-from helpers.measurement import Measurement, benchmark
-from helpers.model import ModelConfig, Transformer, gpu_wide_config, pad_vocab
-from helpers.shapes import shape_from_config
-from helpers.timing import rotate_copies, time_linear
+from helpers.decoding import model as model_module
+from helpers.decoding.model import ModelConfig, Transformer, gpu_wide_config, pad_vocab
+from helpers.measure import gpu, machine
+from helpers.measure.measurement import Measurement, benchmark
+from helpers.measure.timing import rotate_copies, time_linear
+from helpers.roofline.fixtures import build_on_device, layout_of, random_model, tiny_config
+from helpers.roofline.hardware import get_hardware, match_hardware
+from helpers.roofline.shapes import shape_from_config
 
 # ----------------------------------------------------------------------------- timing: do_bench
 

@@ -2,16 +2,7 @@ import dataclasses
 
 import pytest
 
-from helpers.costs import (
-    TYPICAL_BANDWIDTH_EFFICIENCY,
-    TYPICAL_COMPUTE_EFFICIENCY,
-    ModelShape,
-    effective_roofs,
-    kv_bytes_per_token,
-    predicted_time,
-)
-from helpers.hardware import Hardware, get_hardware
-from helpers.latency import (
+from helpers.projection.latency import (
     ar_latency,
     ar_pass_costs,
     dllm_latency,
@@ -21,6 +12,15 @@ from helpers.latency import (
     explorer_lengths,
     latency_curves,
 )
+from helpers.roofline.costs import (
+    TYPICAL_BANDWIDTH_EFFICIENCY,
+    TYPICAL_COMPUTE_EFFICIENCY,
+    ModelShape,
+    effective_roofs,
+    kv_bytes_per_token,
+    predicted_time,
+)
+from helpers.roofline.hardware import Hardware, get_hardware
 
 H100_BW, H100_BF16 = 3350e9, 989e12
 CEILING = dict(bandwidth_efficiency=1.0, compute_efficiency=1.0)
@@ -101,7 +101,7 @@ def test_hardware_rows_can_be_completed_by_hand():
 
 # ----------------------------------------------------------------------------- ceiling and typical
 
-# Projections of the cost model before efficiencies existed (helpers/roofline.py at commit 67ec588),
+# Projections of the cost model before efficiencies existed (helpers/roofline/attainable.py at commit 67ec588),
 # computed with that code: at 100 % of the datasheet every projection must stay exactly what it was.
 BEFORE_EFFICIENCIES = [
     ("ar", (1000, "Llama-3-8B", "NVIDIA H100 SXM"), {}, 4.500097910977882),

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.matched_quality import (
+from helpers.language.toylang import LANG
+from helpers.quality.matched_quality import (
     AR_SETTINGS,
     LENGTH,
     REMDM_ETAS,
@@ -18,7 +19,6 @@ from helpers.matched_quality import (
     load_sweep,
     sweep_run,
 )
-from helpers.toylang import LANG
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def test_the_shipped_sweep_covers_every_strategy_and_ar_setting(sweep):
 
 
 def test_the_shipped_sweep_is_reproducible(sweep):
-    from helpers.checkpoints import load_pretrained
+    from helpers.decoding.checkpoints import load_pretrained
 
     shipped = sweep.runs["threshold (Fast-dLLM)"][0]  # tau = 0.05: almost everything in one pass
     chunk = sweep_run(load_pretrained("mdlm"), "threshold (Fast-dLLM)", 0.05, chunk=0)

@@ -4,12 +4,20 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from helpers.error_sources import curve
-from helpers.exact_sweep import load_exact_sweep
-from helpers.matched_quality import Run, load_sweep
-from helpers.matching import MEASURES, crossing, failing, language_value, margins, target_from, tokens_per_pass_at
-from helpers.quality import exact_documents, score_documents
-from helpers.toylang import LANG
+from helpers.language.toylang import LANG
+from helpers.quality.error_sources import curve
+from helpers.quality.exact_sweep import load_exact_sweep
+from helpers.quality.matched_quality import Run, load_sweep
+from helpers.quality.matching import (
+    MEASURES,
+    crossing,
+    failing,
+    language_value,
+    margins,
+    target_from,
+    tokens_per_pass_at,
+)
+from helpers.quality.scores import exact_documents, score_documents
 
 TRUTH = LANG.sample_documents(12000, 33, seed=11)
 SCORES = score_documents(TRUTH)
@@ -223,7 +231,7 @@ def test_the_match_ends_where_the_first_measure_fails_with_a_bootstrap_error():
         (dict(seed=1.5), "seed must be an int >= 0, got 1.5"),
         (dict(measures=("speed",)), "measures must be a non-empty subset of"),
         (dict(measures=()), "measures must be a non-empty subset of"),
-        (dict(target=0.99), "target must be a helpers.matching.Target"),
+        (dict(target=0.99), "target must be a helpers.quality.matching.Target"),
         (dict(runs="abc"), "runs must be a non-empty list of Run"),
         (dict(runs=[]), "runs must be a non-empty list of Run"),
     ],
@@ -242,5 +250,5 @@ def test_margins_say_by_how_much_each_measure_holds():
     assert m["validity"] == pytest.approx(0.01 + target.validity_tolerance) and m["length"] < -0.8
     assert set(m) == set(MEASURES) and failing(run_of(shorter(), 1.0), ref, target) == ("length", "diversity")
     assert all(v >= 0 for v in margins(ref, ref, target).values())  # the reference matches itself
-    with pytest.raises(ValueError, match="target must be a helpers.matching.Target"):
+    with pytest.raises(ValueError, match="target must be a helpers.quality.matching.Target"):
         margins(ref, ref, None)

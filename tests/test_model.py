@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from helpers.ar import generate
-from helpers.model import KVCache, ModelConfig, Transformer, count_passes, gpt2_small_config
+from helpers.decoding.ar import generate
+from helpers.decoding.model import KVCache, ModelConfig, Transformer, count_passes, gpt2_small_config
 
 
 def tiny(causal=True, max_len=256, **kw):
@@ -226,7 +226,7 @@ def test_count_passes_counts_every_call_once():
         (lambda m: ModelConfig(n_layer=True), r"ModelConfig\.n_layer must be an int >= 1, got True"),
         (lambda m: ModelConfig(d_model=128.0), r"ModelConfig\.d_model must be an int >= 1, got 128\.0"),
         (lambda m: ModelConfig(causal=1), r"ModelConfig\.causal must be True or False, got 1"),
-        (lambda m: Transformer(dict(vocab_size=5)), r"config must be a helpers\.model\.ModelConfig"),
+        (lambda m: Transformer(dict(vocab_size=5)), r"config must be a helpers\.decoding\.model\.ModelConfig"),
         (lambda m: count_passes(None).__enter__(), r"count_passes needs a torch\.nn\.Module"),
     ],
 )

@@ -1,11 +1,10 @@
 import pytest
 import torch
 
-from helpers import precision
-from helpers.bench import as_json, random_model
-from helpers.costs import decode_step_cost
-from helpers.model import ModelConfig
-from helpers.precision import FORMATS, Int8Linear, model_in, ratios, step_cost, time_formats
+from helpers.bench import as_json, precision, random_model
+from helpers.bench.precision import FORMATS, Int8Linear, model_in, ratios, step_cost, time_formats
+from helpers.decoding.model import ModelConfig
+from helpers.roofline.costs import decode_step_cost
 
 SMALL = ModelConfig(vocab_size=64, max_len=24, d_model=32, n_layer=2, n_head=4)
 
@@ -94,7 +93,7 @@ def test_bad_arguments(fp32_model, call, message):
     [
         (lambda: ratios([]), "results must be the list of FormatStep"),
         (lambda: ratios("fp32"), "results must be the list of FormatStep"),
-        (lambda: model_in(SMALL, "bf16"), "model must be a helpers.model.Transformer, got ModelConfig"),
+        (lambda: model_in(SMALL, "bf16"), "model must be a helpers.decoding.model.Transformer, got ModelConfig"),
         (lambda: step_cost(SMALL, ["fp32"], 8), "fmt must be one of"),
     ],
 )

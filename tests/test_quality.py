@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.quality import (
+from helpers.language.toylang import LANG
+from helpers.quality.scores import (
     DocumentScores,
     decompose,
     exact_documents,
@@ -13,7 +14,6 @@ from helpers.quality import (
     pooled_sentence_gap,
     score_documents,
 )
-from helpers.toylang import LANG
 
 H_S = LANG.entropy_bits()
 

@@ -6,8 +6,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers.hardware import get_hardware  # noqa: E402
-from helpers.roofline import attainable, plot_roofline, ridge_point  # noqa: E402
+from helpers.roofline.attainable import attainable, plot_roofline, ridge_point  # noqa: E402
+from helpers.roofline.hardware import get_hardware  # noqa: E402
 
 H100_BW, H100_BF16 = 3350e9, 989e12
 
@@ -79,7 +79,7 @@ def test_more_bad_input_names_what_is_allowed(call, message):
 def test_plot_roofline_default_colours_are_the_course_colours():
     from matplotlib.colors import to_hex
 
-    from helpers.plotting import ACCENT_COLOR, TRUTH_COLOR
+    from helpers.common.plotting import ACCENT_COLOR, TRUTH_COLOR
 
     fig, ax = plt.subplots()
     plot_roofline(ax, 100e9, 10e9, points=[(0.5, 4e9)])
@@ -91,8 +91,8 @@ def test_plot_roofline_default_colours_are_the_course_colours():
 
 
 def test_a_pass_costs_about_one_step_up_to_the_crossover_then_w_over_w_star():
-    from helpers.model import gpt2_small_config
-    from helpers.roofline import pass_in_steps
+    from helpers.decoding.model import gpt2_small_config
+    from helpers.roofline.attainable import pass_in_steps
 
     widths = [1, 64, 256, 1024, 2048]
     ratios = pass_in_steps(gpt2_small_config(), widths, H100_BW, H100_BF16, bytes_per_param=2, context=512)

@@ -1,4 +1,4 @@
-"""Speculative decoding (helpers.speculative, helpers.drafters, KVCache.crop).
+"""Speculative decoding (helpers.speculative.rule, helpers.speculative.drafters, KVCache.crop).
 
 The rule keeps the target's output distribution exactly, whatever the drafter; a changed rule
 does not. Every distribution check here is a Pearson chi-square test of the first two generated
@@ -14,13 +14,13 @@ from functools import cache
 import pytest
 import torch
 
-import helpers.speculative as speculative
-from helpers.ar import generate
-from helpers.diffusion import masked_logits
-from helpers.drafters import CausalDrafter, LanguageDrafter, MaskedDiffusionDrafter
-from helpers.model import ModelConfig, Transformer, count_passes
-from helpers.speculative import speculative_generate, target_probs, verify
-from helpers.toylang import LANG
+import helpers.speculative.rule as speculative
+from helpers.decoding.ar import generate
+from helpers.decoding.model import ModelConfig, Transformer, count_passes
+from helpers.diffusion.sampler import masked_logits
+from helpers.language.toylang import LANG
+from helpers.speculative.drafters import CausalDrafter, LanguageDrafter, MaskedDiffusionDrafter
+from helpers.speculative.rule import speculative_generate, target_probs, verify
 
 V = 4  # vocabulary of the tiny models
 PROMPT = torch.tensor([[1, 2]])  # (1, 2): two positions, so the caches start at an offset
@@ -485,12 +485,15 @@ def bidirectional() -> Transformer:
             dict(draft=lambda: random_model(1, max_len=4), max_new_tokens=4),
             r"at most 3\)",
         ),  # the drafter's max_len counts too
-        (dict(target=bidirectional), r"target must be a causal helpers\.model\.Transformer"),
+        (dict(target=bidirectional), r"target must be a causal helpers\.decoding\.model\.Transformer"),
         (
             dict(draft=lambda: random_model(1, vocab=V + 1)),
             r"drafter's vocabulary \(5\) differs from the target's \(4\)",
         ),
-        (dict(draft="model"), r"draft must be a helpers\.drafters\.Drafter or a causal Transformer, got str"),
+        (
+            dict(draft="model"),
+            r"draft must be a helpers\.speculative\.drafters\.Drafter or a causal Transformer, got str",
+        ),
         (dict(draft=bidirectional), r"CausalDrafter needs a causal"),
         (dict(generator=0), r"generator must be None or a torch\.Generator, got int"),
         (dict(temperature=-1.0), r"temperature \(0 = greedy\) must be a finite number >= 0"),
@@ -528,8 +531,8 @@ def test_drafters_refuse_bad_settings():
 @pytest.mark.parametrize("name", ["small AR model", "diffusion, one pass"])
 def test_the_shipped_sweep_is_reproduced(name):
     """data/speculative.json: its first documents at QUALITY_GAMMA come back, token for token."""
-    from helpers.checkpoints import load_pretrained
-    from helpers.speculative_sweep import QUALITY_GAMMA, load, make_drafter, run_documents
+    from helpers.decoding.checkpoints import load_pretrained
+    from helpers.speculative.sweep import QUALITY_GAMMA, load, make_drafter, run_documents
 
     shipped = load()["quality"][name]
     run, _ = run_documents(load_pretrained("ar"), make_drafter(name), QUALITY_GAMMA, 3)
@@ -541,7 +544,7 @@ def test_the_shipped_sweep_is_reproduced(name):
 def test_time_split_counts_each_models_passes_and_puts_the_rest_in_everything_else():
     import time
 
-    from helpers.speculative_cost import time_split
+    from helpers.speculative.cost import time_split
 
     x = torch.tensor([[1, 2]])
 
@@ -563,7 +566,7 @@ def test_time_split_counts_each_models_passes_and_puts_the_rest_in_everything_el
 
 
 def test_time_split_removes_its_clocks_when_a_run_fails_and_refuses_bad_arguments():
-    from helpers.speculative_cost import time_split
+    from helpers.speculative.cost import time_split
 
     def broken():
         raise RuntimeError("boom")
@@ -579,7 +582,7 @@ def test_time_split_removes_its_clocks_when_a_run_fails_and_refuses_bad_argument
     ]:
         with pytest.raises(ValueError, match=message):
             time_split(decoders, target())
-    with pytest.raises(ValueError, match="target must be a helpers.model.Transformer"):
+    with pytest.raises(ValueError, match="target must be a helpers.decoding.model.Transformer"):
         time_split({"x": (lambda: None, None)}, "AR")
     with pytest.raises(ValueError, match="repeat"):
         time_split({"x": (lambda: None, None)}, target(), repeat=0)

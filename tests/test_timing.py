@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from helpers import machine
-from helpers.timing import (
+from helpers.measure import machine
+from helpers.measure.timing import (
     Measurement,
     benchmark,
     default_array_bytes,
@@ -202,7 +202,8 @@ def test_more_bad_arguments_name_what_is_allowed(call, message):
 
 
 def test_describe_and_pick_device_name_what_is_allowed():
-    from helpers.device import describe, pick_device
+    from helpers.common.device import pick_device
+    from helpers.measure.machine import describe
 
     assert describe("cpu") == describe(torch.device("cpu"))
     with pytest.raises(ValueError, match="device must be None, 'cpu'"):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.toylang import LANG, Grammar, ToyLanguage
+from helpers.language.toylang import LANG, Grammar, ToyLanguage
 
 
 @pytest.fixture(scope="module")
@@ -269,8 +269,8 @@ def test_all_next_token_probs_of_a_non_sentence_raises(text):
 
 
 def test_the_counting_language_counts_one_pass_per_call():
+    from helpers.language.toylang import CountingLanguage
     from helpers.solutions import sample_sentence
-    from helpers.toylang import CountingLanguage
 
     sampling, known = CountingLanguage(LANG), CountingLanguage(LANG)
     sentence = sample_sentence(sampling, np.random.default_rng(7))  # one call per token, <eos> included
@@ -295,7 +295,7 @@ def test_ids_are_accepted_as_lists_tuples_arrays_and_tensors():
 
 
 def test_the_module_split_keeps_the_public_names():
-    from helpers import documents, grammar, toylang
+    from helpers.language import documents, grammar, toylang
 
     assert toylang.Grammar is grammar.Grammar and isinstance(LANG, ToyLanguage)
     assert isinstance(LANG, documents.DocumentMixin) and isinstance(LANG.grammar, Grammar)
@@ -386,7 +386,7 @@ IDS = r"ids must be a 1-D sequence of int token ids in \[0, 55\)"
         (lambda: LANG.contains(np.zeros(12, dtype=int)), r"rows must have shape \(N, 12\), got \(12,\)"),
         (lambda: LANG.contains(np.full((1, 12), 55)), r"token ids must be in \[0, 55\)"),
         (lambda: LANG.contains(None), r"rows must have shape \(N, 12\)"),
-        (lambda: ToyLanguage(grammar="english"), r"grammar must be None or a helpers\.grammar\.Grammar"),
+        (lambda: ToyLanguage(grammar="english"), r"grammar must be None or a helpers\.language\.Grammar"),
     ],
 )
 def test_every_bad_input_names_what_is_allowed(call, message):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.model import ModelConfig, Transformer
-from helpers.toylang import LANG
+from helpers.decoding.model import ModelConfig, Transformer
+from helpers.language.toylang import LANG
 from helpers.train import (
     KINDS,
     TrainConfig,
@@ -88,7 +88,7 @@ def test_held_out_documents_are_fixed():
         (lambda: learning_rate(1.5, TrainConfig()), r"step must be an int >= 0, got 1\.5"),
         (lambda: learning_rate(1, {}), r"cfg must be a TrainConfig"),
         (lambda: train("ar", cfg={}), r"cfg must be None or a TrainConfig"),
-        (lambda: train("ar", model="model"), r"model must be None or a helpers\.model\.Transformer"),
+        (lambda: train("ar", model="model"), r"model must be None or a helpers\.decoding\.model\.Transformer"),
         (
             lambda: train("mdlm", TrainConfig(steps=1), Transformer(model_config("ar"))),
             r"kind 'mdlm' needs causal=False",

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.validation import check_float_dtype, check_fraction, check_int, check_number, check_positive
+from helpers.common.validation import check_float_dtype, check_fraction, check_int, check_number, check_positive
 
 
 @pytest.mark.parametrize("bad", [True, 1.0, "3", None, -1, 11])

@@ -126,7 +126,7 @@ def _typed_trace():
     (top 4): five bars too short to see."""
     import numpy as np
 
-    from helpers.toylang import LANG
+    from helpers.language.toylang import LANG
     from helpers.widgets.typewriter import TypewriterStep
 
     the, cat, sleeps, stop = (LANG.stoi[w] for w in ("the", "cat", "sleeps", "."))

@@ -6,9 +6,9 @@ import pytest
 import torch
 from matplotlib import pyplot as plt
 
-from helpers.calibration import calibration_table, typical_fit
-from helpers.latency import ar_latency, dllm_latency
-from helpers.model import gpt2_small_config, gpu_wide_config, pad_vocab
+from helpers.decoding.model import gpt2_small_config, gpu_wide_config, pad_vocab
+from helpers.projection.calibration import calibration_table, typical_fit
+from helpers.projection.latency import ar_latency, dllm_latency
 from helpers.views import gpu_speed, pass_ratio
 from helpers.views import gpus as views
 
@@ -90,7 +90,7 @@ def test_the_fit_text_and_figure_separate_fitted_rows_from_checks(rows):
     filled = [line for line in dots if line.get_markerfacecolor() != "white"]
     assert len(filled) == len(fit.bandwidth_rows) + len(fit.compute_rows)
     plt.close("all")
-    with pytest.raises(ValueError, match="fit must be a helpers.calibration.TypicalFit"):
+    with pytest.raises(ValueError, match="fit must be a helpers.projection.calibration.TypicalFit"):
         views.fit_text(rows, None)
 
 
@@ -153,8 +153,8 @@ def test_the_device_tables_agree_with_the_latency_model():
 
 
 def test_the_toy_rates_read_notebook_03s_sweeps():
-    from helpers.exact_sweep import load_exact_sweep
-    from helpers.matched_quality import load_sweep
+    from helpers.quality.exact_sweep import load_exact_sweep
+    from helpers.quality.matched_quality import load_sweep
 
     sweep = load_sweep()
     rates = gpu_speed.toy_rates(sweep, load_exact_sweep())

@@ -8,9 +8,9 @@ import torch
 from matplotlib import pyplot as plt
 from matplotlib.text import Text
 
-from helpers.matched_quality import load_sweep
-from helpers.matching import target_from
-from helpers.quality import exact_documents
+from helpers.quality.matched_quality import load_sweep
+from helpers.quality.matching import target_from
+from helpers.quality.scores import exact_documents
 from helpers.views import editor
 from helpers.views import sweep as views
 
@@ -61,7 +61,7 @@ def test_the_figures_draw_every_strategy(sweep):
     plt.close("all")
     with pytest.raises(ValueError, match="eos must map strategy names"):
         views.draw_eos_per_pass({"greedy": np.ones(3)}, 3.45)
-    with pytest.raises(ValueError, match="sweep must be a helpers.matched_quality.Sweep"):
+    with pytest.raises(ValueError, match="sweep must be a helpers.quality.matched_quality.Sweep"):
         views.validity_table("sweep")
 
 
@@ -74,7 +74,7 @@ def test_the_editor_tables_compare_at_equal_k_and_at_equal_passes(sweep):
     assert same_passes.splitlines()[-1].endswith("-")  # K = 32: faster than any MDLM setting measured
     assert editor.interpolated_validity(sweep.runs["ancestral (MDLM)"], 99.0) is None
     assert "4.06" in editor.remaskings_table()
-    from helpers.exact_sweep import load_exact_sweep
+    from helpers.quality.exact_sweep import load_exact_sweep
 
     summary = editor.editor_summary(sweep, load_exact_sweep()).splitlines()
     assert summary[-3].startswith("passes run of the K steps") and summary[-1].split()[-2:] == ["15.7", "30.4"]
@@ -98,8 +98,8 @@ def test_a_label_with_no_room_is_left_out():
 
 
 def test_a_repair_is_found_and_drawn():
-    from helpers.checkpoints import load_pretrained
-    from helpers.diffusion import sample
+    from helpers.decoding.checkpoints import load_pretrained
+    from helpers.diffusion.sampler import sample
 
     settings = dict(strategy="ancestral", remask=0.4, remask_schedule="cap", temperature=1.0, batch_size=64)
     edited, trace = sample(

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 from matplotlib import pyplot as plt
 
-from helpers.costs import decode_step_cost
-from helpers.hardware import get_hardware
-from helpers.measurement import Measurement
+from helpers.measure.measurement import Measurement
+from helpers.roofline.costs import decode_step_cost
+from helpers.roofline.hardware import get_hardware
 from helpers.views import roofline as views
 
 ROOFS = SimpleNamespace(peak_flops=150e9, bandwidth=20e9, stream_bandwidth=33e9)

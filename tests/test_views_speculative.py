@@ -11,11 +11,11 @@ import pytest
 import torch
 from matplotlib import pyplot as plt
 
-from helpers.matched_quality import load_sweep
-from helpers.matching import margins, target_from
-from helpers.speculative_cost import TimeSplit
-from helpers.speculative_sweep import BROKEN, DRAFTERS, load
-from helpers.toylang import LANG
+from helpers.language.toylang import LANG
+from helpers.quality.matched_quality import load_sweep
+from helpers.quality.matching import margins, target_from
+from helpers.speculative.cost import TimeSplit
+from helpers.speculative.sweep import BROKEN, DRAFTERS, load
 from helpers.views.speculative import (
     DRAFTER_STYLE,
     MODEL_DRAFTERS,

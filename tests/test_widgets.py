@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex
 
-from helpers.plotting import AR_COLOR, TRUTH_COLOR
-from helpers.toylang import LANG
+from helpers.common.plotting import AR_COLOR, TRUTH_COLOR
+from helpers.language.toylang import LANG
 from helpers.widgets import draw_typewriter_step, typewriter_trace, typewriter_widget
 
 
@@ -139,7 +139,7 @@ def test_draw_rejects_a_step_outside_the_sentence():
 def tiny_model(causal: bool):
     import torch
 
-    from helpers.model import ModelConfig, Transformer
+    from helpers.decoding.model import ModelConfig, Transformer
 
     torch.manual_seed(0)
     config = ModelConfig(vocab_size=len(LANG.vocab), max_len=17, d_model=16, n_layer=1, n_head=2, causal=causal)
@@ -196,8 +196,8 @@ def test_side_by_side_shows_both_decoders_after_the_same_passes():
 
 # ---------------------------------------------------------------------------- latency explorer (04)
 
-from helpers.hardware import get_hardware  # noqa: E402
-from helpers.plotting import DLLM_COLOR  # noqa: E402
+from helpers.common.plotting import DLLM_COLOR  # noqa: E402
+from helpers.roofline.hardware import get_hardware  # noqa: E402
 from helpers.widgets import (  # noqa: E402
     EXPLORER_CACHES,
     EXPLORER_DEFAULTS,
@@ -280,7 +280,7 @@ def test_explorer_shows_a_message_instead_of_raising():
     "call, message",
     [
         (lambda: typewriter_trace(True), "seed must be an int >= 0, got True"),
-        (lambda: typewriter_trace(0, lang="en"), "lang must be a helpers.toylang.ToyLanguage"),
+        (lambda: typewriter_trace(0, lang="en"), "lang must be a helpers.language.toylang.ToyLanguage"),
         (lambda: typewriter_widget(seed=10**7), r"seed must be an int in \[0, 1000000\]"),
         (lambda: typewriter_widget(step=999), "step must be an int in 0 .. "),
         (lambda: draw_typewriter_step(plt.figure().add_subplot(), typewriter_trace(0), 1.5), "step must be an int in"),
@@ -299,14 +299,14 @@ def test_bad_input_names_what_is_allowed(call, message):
 def test_model_widgets_name_what_is_allowed():
     import torch
 
-    from helpers.model import ModelConfig, Transformer
+    from helpers.decoding.model import ModelConfig, Transformer
     from helpers.widgets import draw_side_by_side_step, model_typewriter_trace, side_by_side_trace
 
     torch.manual_seed(0)
     ar = Transformer(ModelConfig(vocab_size=len(LANG.vocab), max_len=9, d_model=16, n_layer=1, n_head=2)).eval()
     with pytest.raises(ValueError, match="temperature must be a finite number > 0, got nan"):
         model_typewriter_trace(ar, temperature=float("nan"))
-    with pytest.raises(ValueError, match="dllm must be a helpers.model.Transformer"):
+    with pytest.raises(ValueError, match="dllm must be a helpers.decoding.model.Transformer"):
         side_by_side_trace(ar, None)
     with pytest.raises(ValueError, match="trace must be the SideBySide"):
         draw_side_by_side_step(plt.figure(), None, 0)

@@ -16,9 +16,9 @@ isolation: one that fails is recorded under "errors" and the others still run.
    roof). The ridge point is peak FLOP/s / GEMV bandwidth: a decode step is made of GEMVs, so
    that is the memory roof it can actually reach.
 2. `decode_step` (helpers.bench.decode): one cached decode step of the course's own decoder,
-   exactly the call helpers.ar.generate makes for every token after the first, at batch 1 with
+   exactly the call helpers.decoding.ar.generate makes for every token after the first, at batch 1 with
    the cache prefilled to a realistic context; GPT-2 small's shape with random weights (fp32 on
-   the CPU, bf16 on CUDA). Compared with the roofline prediction from helpers.costs, which uses
+   the CPU, bf16 on CUDA). Compared with the roofline prediction from helpers.roofline.costs, which uses
    the bandwidth the model's own GEMVs reach (every weight matrix times one vector, back to
    back), measured alongside; MBU. On CUDA also replayed as one CUDA graph.
 3. `width_sweep` (helpers.bench.widths): one pass of a bidirectional (diffusion) model over W
@@ -26,8 +26,8 @@ isolation: one that fails is recorded under "errors" and the others still run.
    memory-bound, rising once W passes the ridge point. On CUDA, graph against graph.
 4. `tiny_models_n256` (helpers.bench.tiny): the course's tiny shape end to end: N = 256 new
    tokens with the KV-cached AR decoder (N passes) and with the masked-diffusion sampler in K
-   passes, passes counted by helpers.model.count_passes as the code runs them.
-5. `helpers.precision.time_formats` (CPU): the decode step of stage 2 with its weights in fp32,
+   passes, passes counted by helpers.decoding.model.count_passes as the code runs them.
+5. `helpers.bench.precision.time_formats` (CPU): the decode step of stage 2 with its weights in fp32,
    bf16 and weight-only int8, timed in turn: do fewer bytes per weight make the step faster?
 6. On a GPU (helpers.bench.graphs): the weight layout chosen by measuring both, and the decode step
    of three shapes (tiny, GPT-2 small, a 1.8B wide shape built on the device) timed eagerly and
@@ -37,11 +37,11 @@ isolation: one that fails is recorded under "errors" and the others still run.
 On MPS stage 4 is left out (the diffusion sampler works in float64, which MPS lacks).
 
 Field names: a JSON field computed from an eager time ends in `_eager`; the others use a CUDA
-graph where one was timed (helpers.bench.rows). On CUDA every time comes from helpers.gpu.do_bench
+graph where one was timed (helpers.bench.rows). On CUDA every time comes from helpers.measure.gpu.do_bench
 (a variant of Triton's: warm-up by time, many calls per pair of CUDA events, the L2 cleared before
 each sample), after a second of large matmuls that brings the clocks up from idle.
 
-The models timed (random weights: only shape, dtype and layout matter) come from helpers.fixtures;
+The models timed (random weights: only shape, dtype and layout matter) come from helpers.roofline.fixtures;
 the JSON rows are in helpers.bench.rows, the run in helpers.bench.stages, the table in
 helpers.bench.text, the command line in helpers.bench.cli.
 """
@@ -72,7 +72,7 @@ from helpers.bench.stages import STAGES, run_bench
 from helpers.bench.text import format_report, reference_summary
 from helpers.bench.tiny import TINY_NOTE, TINY_STEPS, DecoderRun, TinyRun, tiny_models_n256
 from helpers.bench.widths import WidthPoint, width_sweep
-from helpers.fixtures import (
+from helpers.roofline.fixtures import (
     MODEL_DTYPES,
     TINY_TOKENS,
     bidirectional_twin,

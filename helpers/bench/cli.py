@@ -25,8 +25,8 @@ from helpers.bench.roofs import SMOKE
 from helpers.bench.stages import run_bench
 from helpers.bench.text import format_report
 from helpers.bench.tiny import TINY_STEPS
-from helpers.device import pick_device
-from helpers.fixtures import tiny_config
+from helpers.common.device import pick_device
+from helpers.roofline.fixtures import tiny_config
 
 SMOKE_SHAPE = dict(context=16, n_tokens=16, steps=4)  # --smoke: the course's tiny shape, a few tokens
 

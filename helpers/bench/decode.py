@@ -1,7 +1,7 @@
 """Stage 2 of helpers.bench: one cached decode step of the course's own decoder, timed, next to
 the roofline's prediction.
 
-The step is exactly the call helpers.ar.generate makes for every token after the first,
+The step is exactly the call helpers.decoding.ar.generate makes for every token after the first,
 `model(token, cache=cache, last_only=True, check_ids=False)`, with the cache prefilled to a
 realistic context. Its prediction uses the bandwidth the model's own GEMVs reach
 (`model_gemv_bandwidth`, measured alongside); MBU compares the step with STREAM and, on a GPU,
@@ -21,14 +21,14 @@ from dataclasses import dataclass
 
 import torch
 
-from helpers import gpu
 from helpers.bench.roofs import Roofs, check_roofs
-from helpers.costs import StepCost, decode_step_cost, mbu, predicted_time
-from helpers.fixtures import layout_of, model_device_dtype, prefilled_cache, random_model
-from helpers.hardware import Hardware, match_hardware
-from helpers.measurement import Measurement, benchmark
-from helpers.model import ModelConfig, Transformer, gpt2_small_config
-from helpers.validation import check_int
+from helpers.common.validation import check_int
+from helpers.decoding.model import ModelConfig, Transformer, gpt2_small_config
+from helpers.measure import gpu
+from helpers.measure.measurement import Measurement, benchmark
+from helpers.roofline.costs import StepCost, decode_step_cost, mbu, predicted_time
+from helpers.roofline.fixtures import layout_of, model_device_dtype, prefilled_cache, random_model
+from helpers.roofline.hardware import Hardware, match_hardware
 
 DECODE_CONTEXT = 512  # positions already in the KV cache when a decode step is timed (GPT-2 small: max 1024)
 EAGER_CONTAINS = "one kernel launch per operation and Python's dispatch; no host sync (ids checked once per generate)"
@@ -36,7 +36,7 @@ EAGER_CONTAINS = "one kernel launch per operation and Python's dispatch; no host
 
 def check_transformer(model) -> Transformer:
     if not isinstance(model, Transformer):
-        raise ValueError(f"model must be a helpers.model.Transformer, got {type(model).__name__}")
+        raise ValueError(f"model must be a helpers.decoding.model.Transformer, got {type(model).__name__}")
     return model
 
 
@@ -59,16 +59,16 @@ class DecodeStep:
     batch: int
     context: int  # positions in the KV cache before the step
     measured: Measurement  # seconds per step, eager (see EAGER_CONTAINS)
-    cost: StepCost  # bytes and FLOPs of the step (helpers.costs.decode_step_cost)
+    cost: StepCost  # bytes and FLOPs of the step (helpers.roofline.costs.decode_step_cost)
     gemv: Measurement  # GB/s of the model's own GEMVs back to back, eager, measured in the same call
-    predicted_s: float  # helpers.costs.predicted_time(cost, self.bandwidth, matmul peak)
+    predicted_s: float  # helpers.roofline.costs.predicted_time(cost, self.bandwidth, matmul peak)
     predicted_generic_s: float  # the same with roofs.gemv (the machine's single large GEMV)
     stream_bandwidth: float  # bytes/s, the measured STREAM bandwidth
     graphed: Measurement | None = None  # seconds per step replayed as one CUDA graph; None off CUDA
     gemv_graphed: Measurement | None = None  # GB/s of the model's GEMVs replayed as one CUDA graph
     graph_exact: bool | None = None  # the graph's logits equal the eager step's, bit for bit
     datasheet: Hardware | None = None  # the GPU's row of data/hardware.csv; None: not listed / a CPU
-    layout: str = "decode"  # how the weights were stored (helpers.model.LAYOUTS)
+    layout: str = "decode"  # how the weights were stored (helpers.decoding.model.LAYOUTS)
     vocab_size: int = 0  # the timed model's vocabulary (padded to a multiple of 64 on a GPU)
 
     @property
@@ -153,7 +153,7 @@ def decode_step(
     gemv: Measurement | None = None,
     graph: bool | None = None,
 ) -> DecodeStep:
-    """Time one KV-cached decode step, the call helpers.ar.generate makes for every token after
+    """Time one KV-cached decode step, the call helpers.decoding.ar.generate makes for every token after
     the first, with `context` positions already in the cache (reset to `context` before every
     run, so each run does the same work).
 
@@ -162,7 +162,7 @@ def decode_step(
     roofs: the measured roofs (measure_machine): matmul peak and STREAM bandwidth.
     gemv: GB/s to predict with; None measures the model's own GEMVs (model_gemv_bandwidth).
     graph: also time the step replayed as one CUDA graph (None: on CUDA, yes). The graph is a
-    measurement tool: helpers.ar.generate stays eager."""
+    measurement tool: helpers.decoding.ar.generate stays eager."""
     check_roofs(roofs)
     if gemv is not None and (not isinstance(gemv, Measurement) or gemv.unit != "GB/s"):
         raise ValueError(f"gemv must be None or a Measurement in GB/s (from gemv_bandwidth), got {gemv!r}")
@@ -175,7 +175,7 @@ def decode_step(
         shape = shape or ("GPT-2 small (124M)" if model is None else "custom")
         model = random_model(config, device, seed=seed)
     if not isinstance(model, Transformer) or not model.config.causal:
-        raise ValueError("model must be a causal helpers.model.Transformer, a ModelConfig or None")
+        raise ValueError("model must be a causal helpers.decoding.model.Transformer, a ModelConfig or None")
     context = check_int(context, "context", 0)
     batch = check_int(batch, "batch", 1)
     if context + 1 > model.config.max_len:
@@ -236,7 +236,7 @@ def decode_step_fn(model: Transformer, context: int, batch: int = 1, seed: int =
 
 def model_gemvs(model: Transformer):
     """A function that multiplies one vector by every weight matrix of `model` (every layer with
-    `in_features`: nn.Linear, or helpers.precision.Int8Linear), back to back in step order."""
+    `in_features`: nn.Linear, or helpers.bench.precision.Int8Linear), back to back in step order."""
     device, dtype = model_device_dtype(check_transformer(model))
     layers = [m for m in model.modules() if hasattr(m, "in_features")]
     inputs = [torch.rand(1, m.in_features, device=device, dtype=dtype) for m in layers]  # (1, in) each

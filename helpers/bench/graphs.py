@@ -20,16 +20,16 @@ from dataclasses import dataclass
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from helpers import gpu
 from helpers.bench.decode import DECODE_CONTEXT, DecodeStep, decode_step, model_gemv_bandwidth
 from helpers.bench.roofs import Roofs
-from helpers.fixtures import layout_of, model_device_dtype, prefilled_cache, random_model, tiny_config
-from helpers.machine import device_memory_bytes
-from helpers.measurement import Measurement
-from helpers.model import LAYOUTS, ModelConfig, Transformer, gpt2_small_config, gpu_wide_config, pad_vocab
-from helpers.shapes import shape_from_config
-from helpers.timing import matmul_flops
-from helpers.validation import check_int
+from helpers.common.validation import check_int
+from helpers.decoding.model import LAYOUTS, ModelConfig, Transformer, gpt2_small_config, gpu_wide_config, pad_vocab
+from helpers.measure import gpu
+from helpers.measure.machine import device_memory_bytes
+from helpers.measure.measurement import Measurement
+from helpers.measure.timing import matmul_flops
+from helpers.roofline.fixtures import layout_of, model_device_dtype, prefilled_cache, random_model, tiny_config
+from helpers.roofline.shapes import shape_from_config
 
 LAYOUT_MARGIN = 0.05  # the decode layout replaces row-major only if its GEMVs are > 5 % faster
 MATMUL_SWEEP = (1024, 2048, 4096, 8192, 16384)  # n of the bf16 n x n x n matmuls in matmul_sweep
@@ -76,7 +76,7 @@ def count_ops(fn) -> OpCount:
 def count_step_ops(model: Transformer, context: int = 512) -> OpCount:
     """The operations of one KV-cached decode step of `model` with `context` cached positions."""
     if not isinstance(model, Transformer) or not model.config.causal:
-        raise ValueError(f"model must be a causal helpers.model.Transformer, got {type(model).__name__}")
+        raise ValueError(f"model must be a causal helpers.decoding.model.Transformer, got {type(model).__name__}")
     with torch.inference_mode():
         cache, token = prefilled_cache(model, check_int(context, "context", 0), 1, 0)
         return count_ops(lambda: model(token, cache=cache, last_only=True))
@@ -87,7 +87,7 @@ def count_step_ops(model: Transformer, context: int = 512) -> OpCount:
 
 @dataclass
 class LayoutChoice:
-    chosen: str  # helpers.model.LAYOUTS
+    chosen: str  # helpers.decoding.model.LAYOUTS
     gemv: dict  # {layout: Measurement in GB/s of the model's GEMVs}
 
 
@@ -95,7 +95,7 @@ def choose_layout(model: Transformer, *, repeat: int = 10) -> LayoutChoice:
     """Time the model's own GEMVs (as a CUDA graph on CUDA) in each layout and leave the model in
     the faster: row-major, unless the decode layout is more than LAYOUT_MARGIN faster."""
     if not isinstance(model, Transformer):
-        raise ValueError(f"model must be a helpers.model.Transformer, got {type(model).__name__}")
+        raise ValueError(f"model must be a helpers.decoding.model.Transformer, got {type(model).__name__}")
     graph = gpu.runtime(model_device_dtype(model)[0]) is not None  # CUDA: time the kernels, not the launches
     gemv = {}
     for layout in LAYOUTS:

@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from helpers.nvidia_smi import gpu_snapshot
+from helpers.measure.nvidia_smi import gpu_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository root: the parts run from there
 # seconds each part may take: on a GPU (an H200 needs well under half of each), and with --quick on a CPU

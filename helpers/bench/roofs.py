@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import torch
 
-from helpers.device import as_device
-from helpers.fixtures import model_dtype
-from helpers.machine import MEMORY_FRACTION, default_array_bytes, device_memory_bytes, machine_summary
-from helpers.measurement import Measurement
-from helpers.timing import (
+from helpers.common.device import as_device
+from helpers.common.validation import check_int, check_number
+from helpers.measure.machine import MEMORY_FRACTION, default_array_bytes, device_memory_bytes, machine_summary
+from helpers.measure.measurement import Measurement
+from helpers.measure.timing import (
     DEFAULT_GEMV_COLS,
     DEFAULT_MATMUL_DTYPE,
     DEFAULT_MATMUL_N,
@@ -23,9 +23,9 @@ from helpers.timing import (
     matmul_flops,
     stream_bandwidth,
 )
-from helpers.validation import check_int, check_number
+from helpers.roofline.fixtures import model_dtype
 
-CPU_MATMUL_N = 2048  # the CPU's compute roof from a 2048^3 matmul: steadier than helpers.timing's 1024
+CPU_MATMUL_N = 2048  # the CPU's compute roof from a 2048^3 matmul: steadier than helpers.measure.timing's 1024
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class BenchSettings:
     warmup: int = 2  # untimed runs before each measurement
     repeat: int = 10  # timed runs of each roof measurement (median reported)
     array_scale: int = 2  # bandwidth arrays = array_scale x default_array_bytes (>= 4x the LLC)
-    matmul_n: int | None = None  # n of the n x n matmul; None: CPU_MATMUL_N on the CPU, else helpers.timing's
+    matmul_n: int | None = None  # n of the n x n matmul; None: CPU_MATMUL_N on the CPU, else helpers.measure.timing's
     decode_repeat: int = 20  # timed decode steps
     width_repeat: int = 3  # timed passes per width in the width sweep
     widths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -90,7 +90,7 @@ SMOKE = BenchSettings(
 class Roofs:
     """The measured roofs of one device. Bandwidths in GB/s, matmul in GFLOP/s (medians + IQR)."""
 
-    device: str  # helpers.device.describe(...)
+    device: str  # helpers.measure.machine.describe(...)
     threads: int  # torch.get_num_threads() during the measurement
     array_bytes: int  # bytes per array in the bandwidth measurements
     copy: Measurement  # STREAM copy, GB/s
@@ -136,7 +136,7 @@ def measure_machine(device=None, *, settings: BenchSettings = FULL) -> Roofs:
     """Measure STREAM copy/triad, GEMV bandwidth (in the device's model dtype) and matmul peak.
 
     device: None (the CPU), "cpu", "cuda" or "mps". Arrays are settings.array_scale times
-    helpers.machine.default_array_bytes (itself >= 4x the last-level cache)."""
+    helpers.measure.machine.default_array_bytes (itself >= 4x the last-level cache)."""
     device = as_device(device)
     if not isinstance(settings, BenchSettings):
         raise ValueError(f"settings must be a BenchSettings (FULL, QUICK or your own), got {settings!r}")

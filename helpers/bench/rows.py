@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass
 
 from helpers.bench.decode import EAGER_CONTAINS, DecodeStep
 from helpers.bench.graphs import ShapeRun
+from helpers.bench.precision import FormatStep
 from helpers.bench.roofs import Roofs
 from helpers.bench.tiny import DecoderRun, TinyRun
 from helpers.bench.widths import WidthPoint
-from helpers.measurement import Measurement
-from helpers.precision import FormatStep
+from helpers.measure.measurement import Measurement
 
 
 def _ms(seconds: float, digits: int) -> float:
@@ -70,9 +70,9 @@ class DecodeJSON:
     batch: int
     context: int
     vocab_size: int
-    layout: str  # how the weights were stored (helpers.model.LAYOUTS)
+    layout: str  # how the weights were stored (helpers.decoding.model.LAYOUTS)
     timed_as: str  # "cuda graph" or "eager": the time behind the fields without _eager
-    measured_ms_eager: float  # the call helpers.ar.generate makes, launched op by op
+    measured_ms_eager: float  # the call helpers.decoding.ar.generate makes, launched op by op
     measured_iqr_ms_eager: float
     eager_contains: str  # what the eager time includes
     graph_ms: float | None  # replayed as one CUDA graph; None off CUDA
@@ -217,8 +217,10 @@ ROWS = (
 
 def as_json(result) -> dict:
     """A measurement of this package (Roofs, DecodeStep, WidthPoint, DecoderRun, TinyRun, ShapeRun
-    or helpers.precision.FormatStep) as the dict helpers.bench's JSON holds for it."""
+    or helpers.bench.precision.FormatStep) as the dict helpers.bench's JSON holds for it."""
     for kind, row in ROWS:
         if isinstance(result, kind):
             return asdict(row.of(result))
-    raise ValueError(f"result must be a measurement of helpers.bench or helpers.precision, got {type(result).__name__}")
+    raise ValueError(
+        f"result must be a measurement of helpers.bench or helpers.bench.precision, got {type(result).__name__}"
+    )

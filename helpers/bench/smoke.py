@@ -26,14 +26,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from helpers import gpu
 from helpers.bench.decode import decode_step_fn, model_gemvs
-from helpers.capture_safety import check_capture_safe
-from helpers.device import pick_device
-from helpers.fixtures import random_model, tiny_config
-from helpers.model import gpt2_small_config, pad_vocab
-from helpers.nvidia_smi import gpu_snapshot
-from helpers.timing import matmul_flops, stream_bandwidth
+from helpers.common.device import pick_device
+from helpers.decoding.model import gpt2_small_config, pad_vocab
+from helpers.measure import gpu
+from helpers.measure.capture_safety import check_capture_safe
+from helpers.measure.nvidia_smi import gpu_snapshot
+from helpers.measure.timing import matmul_flops, stream_bandwidth
+from helpers.roofline.fixtures import random_model, tiny_config
 
 SMI_TEXT_LIMIT = 60_000  # characters of `nvidia-smi -q` kept: every section for one GPU
 

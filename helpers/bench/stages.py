@@ -20,27 +20,27 @@ from dataclasses import dataclass, field
 
 import torch
 
-from helpers import gpu
 from helpers.bench import graphs
 from helpers.bench.decode import DECODE_CONTEXT, EAGER_CONTAINS
 from helpers.bench.graphs import eager_and_graph, matmul_sweep, time_shape
+from helpers.bench.precision import time_formats
 from helpers.bench.roofs import FULL, QUICK, BenchSettings, measure_machine
 from helpers.bench.rows import as_json
 from helpers.bench.tiny import TINY_STEPS, tiny_models_n256
 from helpers.bench.widths import width_sweep
-from helpers.device import as_device
-from helpers.fixtures import TINY_TOKENS, bidirectional_twin, random_model
-from helpers.machine import machine_summary
-from helpers.model import ModelConfig, gpt2_small_config, pad_vocab
-from helpers.precision import time_formats
-from helpers.validation import check_int
+from helpers.common.device import as_device
+from helpers.common.validation import check_int
+from helpers.decoding.model import ModelConfig, gpt2_small_config, pad_vocab
+from helpers.measure import gpu
+from helpers.measure.machine import machine_summary
+from helpers.roofline.fixtures import TINY_TOKENS, bidirectional_twin, random_model
 
 GPU_SHAPES_BESIDE = ("tiny (0.8M)", "wide (1.8B)")  # stage 6's shapes besides stage 2's GPT-2 small
 TIMING = {
     "headline": "fields without _eager use a CUDA-graph replay where one was timed (timed_as says which)",
     "eager": EAGER_CONTAINS,
     "roofs": "one kernel per call (STREAM, GEMV, matmul): launch cost is negligible at their sizes",
-    "gpu_times": "helpers.gpu.do_bench: CUDA events, many calls per sample, L2 flushed before each sample",
+    "gpu_times": "helpers.measure.gpu.do_bench: CUDA events, many calls per sample, L2 flushed before each sample",
 }
 
 
@@ -254,7 +254,7 @@ def run_bench(
     run = Run(device, settings, config, "GPT-2 small (124M)" if decode_config is None else "custom", context,
               n_tokens, steps, decode_config is not None)  # fmt: skip
     if run.on_gpu and decode_config is None:
-        run.config = pad_vocab(config)  # aligned rows for the GPU's kernels (helpers.model.pad_vocab)
+        run.config = pad_vocab(config)  # aligned rows for the GPU's kernels (helpers.decoding.model.pad_vocab)
     command = "python -m helpers.bench" + (" --quick" if quick else "") + f" --device {device.type}"
     result = {
         "command": command + " --json",

@@ -1,5 +1,5 @@
 """Stage 4 of helpers.bench: N new tokens end to end with the KV-cached AR decoder (N passes) and
-the masked-diffusion sampler (K passes), passes counted by helpers.model.count_passes.
+the masked-diffusion sampler (K passes), passes counted by helpers.decoding.model.count_passes.
 
 Both decoders run as the course wrote them, eagerly, with the host syncs their sampling loops
 make; on a GPU these are launch-bound, which is what the times (JSON `*_eager`) show.
@@ -11,17 +11,17 @@ from dataclasses import dataclass
 
 import torch
 
-from helpers.ar import generate
 from helpers.bench.roofs import Roofs, check_roofs
-from helpers.costs import StepCost, predicted_time
-from helpers.device import as_device
-from helpers.diffusion import sample
-from helpers.fixtures import TINY_TOKENS, model_dtype, random_model, tiny_config
-from helpers.latency import ar_pass_costs, dllm_pass_costs
-from helpers.measurement import Measurement, benchmark
-from helpers.model import count_passes
-from helpers.toylang import LANG
-from helpers.validation import check_int
+from helpers.common.device import as_device
+from helpers.common.validation import check_int
+from helpers.decoding.ar import generate
+from helpers.decoding.model import count_passes
+from helpers.diffusion.sampler import sample
+from helpers.language.toylang import LANG
+from helpers.measure.measurement import Measurement, benchmark
+from helpers.projection.latency import ar_pass_costs, dllm_pass_costs
+from helpers.roofline.costs import StepCost, predicted_time
+from helpers.roofline.fixtures import TINY_TOKENS, model_dtype, random_model, tiny_config
 
 TINY_STEPS = 32  # K diffusion passes for the tiny models' N = TINY_TOKENS
 TINY_NOTE = (
@@ -31,7 +31,7 @@ TINY_NOTE = (
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
-    """helpers.costs' name for a dtype's size: 'fp32' for 4 bytes, 'bf16' for 2 (fp16 too)."""
+    """helpers.roofline.costs' name for a dtype's size: 'fp32' for 4 bytes, 'bf16' for 2 (fp16 too)."""
     return {4: "fp32", 2: "bf16"}[dtype.itemsize]
 
 
@@ -41,8 +41,8 @@ class DecoderRun:
 
     decoder: str
     measured: Measurement  # seconds for all N tokens, eager
-    passes: int  # forward passes, counted by helpers.model.count_passes
-    predicted_s: float  # roofline: sum of predicted_time over the passes (helpers.costs)
+    passes: int  # forward passes, counted by helpers.decoding.model.count_passes
+    predicted_s: float  # roofline: sum of predicted_time over the passes (helpers.roofline.costs)
 
     @property
     def per_pass_s(self) -> float:
@@ -76,7 +76,7 @@ def tiny_models_n256(
     seed: int = 0,
 ) -> TinyRun:
     """Generate N tokens after <bos> at batch 1, greedily, with random tiny models: the KV-cached
-    AR decoder (helpers.ar.generate, N passes) and the masked-diffusion sampler (helpers.diffusion
+    AR decoder (helpers.decoding.ar.generate, N passes) and the masked-diffusion sampler (helpers.diffusion.sampler
     .sample, confidence order, K = steps passes over the whole canvas). Wall times are medians of
     `repeat` runs; passes are counted while the code runs."""
     check_roofs(roofs)

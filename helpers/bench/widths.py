@@ -14,14 +14,14 @@ from dataclasses import dataclass
 
 import torch
 
-from helpers import gpu
 from helpers.bench.decode import DecodeStep, check_transformer
 from helpers.bench.roofs import Roofs
-from helpers.costs import forward_pass_cost, predicted_time
-from helpers.fixtures import model_device_dtype
-from helpers.measurement import Measurement, benchmark
-from helpers.model import Transformer
-from helpers.validation import check_int
+from helpers.common.validation import check_int
+from helpers.decoding.model import Transformer
+from helpers.measure import gpu
+from helpers.measure.measurement import Measurement, benchmark
+from helpers.roofline.costs import forward_pass_cost, predicted_time
+from helpers.roofline.fixtures import model_device_dtype
 
 
 @dataclass

@@ -9,10 +9,10 @@ from functools import cache
 
 import torch
 
-from helpers.ar import decode_with_attention, generate, top_p_filter
-from helpers.checkpoints import load_pretrained
+from helpers.decoding.ar import decode_with_attention, generate, top_p_filter
+from helpers.decoding.checkpoints import load_pretrained
 from helpers.exercises.report import Failed, call, run_check
-from helpers.toylang import LANG
+from helpers.language.toylang import LANG
 
 ATTEND_HINT = (
     "write k_new and v_new into cache_k and cache_v at positions start .. start + T - 1 (in place), then return "

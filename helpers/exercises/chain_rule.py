@@ -10,7 +10,7 @@ import numpy as np
 
 from helpers.exercises.report import Failed, TooManyCalls, call, run_check
 from helpers.exercises.second_language import Reweighted, reads_global_lang, second_language_probs
-from helpers.toylang import LANG
+from helpers.language.toylang import LANG
 
 N_DRAWS = 4000  # sentences drawn from the learner's sampler
 NOISE_REPLICAS = 40  # exact samplers of the same size, for the expected TV

@@ -34,16 +34,22 @@ CHANGED_HINT = (
 # A name of a class's method is patched on the class. crossover_width has none: the ridge point
 # (peak / bandwidth) is a low-level quantity, and the exercise is what W* makes of it.
 COURSE_FUNCTIONS: dict[str, tuple[str, ...]] = {
-    "sample_sentence": ("helpers.toylang.ToyLanguage.sample",),
-    "sentence_log2prob": ("helpers.toylang.ToyLanguage.prob", "helpers.toylang.ToyLanguage.all_next_token_probs"),
+    "sample_sentence": ("helpers.language.toylang.ToyLanguage.sample",),
+    "sentence_log2prob": (
+        "helpers.language.toylang.ToyLanguage.prob",
+        "helpers.language.toylang.ToyLanguage.all_next_token_probs",
+    ),
     "attend_with_cache": ("helpers.exercises.ar_decoding.causal_attention",),
-    "top_p_filter": ("helpers.ar.top_p_filter", "helpers.ar.filter_logits"),
-    "tokens_per_step": ("helpers.unmasking.even_split",),
-    "commit_most_confident": ("helpers.unmasking.top_counts", "helpers.unmasking.low_confidence_commit"),
-    "predicted_step_seconds": ("helpers.costs.predicted_time",),
+    "top_p_filter": ("helpers.decoding.ar.top_p_filter", "helpers.decoding.ar.filter_logits"),
+    "tokens_per_step": ("helpers.diffusion.unmasking.even_split",),
+    "commit_most_confident": (
+        "helpers.diffusion.unmasking.top_counts",
+        "helpers.diffusion.unmasking.low_confidence_commit",
+    ),
+    "predicted_step_seconds": ("helpers.roofline.costs.predicted_time",),
     "crossover_width": (),
-    "verify_draft": ("helpers.speculative.verify",),
-    "acceptance_rate": ("helpers.acceptance.overlap",),
+    "verify_draft": ("helpers.speculative.rule.verify",),
+    "acceptance_rate": ("helpers.speculative.acceptance.overlap",),
 }
 
 

@@ -72,7 +72,7 @@ def _step_report(fn, cost=None, bandwidth=None, measured_s=None) -> str:
 
 def check_predicted_step_seconds(fn, *, cost=None, bandwidth: float | None = None, measured_s: float | None = None):
     """Compare `fn(weight_bytes, kv_bytes, bandwidth)` with the roofline's time, and, given a step's
-    cost (helpers.costs.StepCost), a bandwidth and the measured step time, with the measurement."""
+    cost (helpers.roofline.costs.StepCost), a bandwidth and the measured step time, with the measurement."""
     return run_check("predicted_step_seconds", fn, lambda f: _step_report(f, cost, bandwidth, measured_s))
 
 

@@ -10,7 +10,7 @@ from functools import cache
 
 import numpy as np
 
-from helpers.toylang import LANG
+from helpers.language.toylang import LANG
 
 SHARPEN = 2.0  # each next-token distribution of LANG, squared and renormalised over the same tokens
 

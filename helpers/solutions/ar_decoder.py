@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from helpers.ar import top_p_filter  # noqa: F401 (the library's own nucleus filter is the reference)
+from helpers.decoding.ar import top_p_filter  # noqa: F401 (the library's own nucleus filter is the reference)
 
 
 def attend_with_cache(q, k_new, v_new, cache_k, cache_v, start: int) -> torch.Tensor:

@@ -11,8 +11,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, LogLocator
 
-from helpers.plotting import ACCENT_COLOR, AR_COLOR, new_figure
-from helpers.validation import check_int
+from helpers.common.plotting import ACCENT_COLOR, AR_COLOR, new_figure
+from helpers.common.validation import check_int
 from helpers.widgets import draw_model_step, readable_log_ticks
 
 

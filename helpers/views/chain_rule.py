@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from helpers.plotting import ACCENT_COLOR, AR_COLOR, TRUTH_COLOR
+from helpers.common.plotting import ACCENT_COLOR, AR_COLOR, TRUTH_COLOR
 
 LABEL_WIDTH = 26  # characters per line of a sentence label; longer ones wrap onto a second line
 OUTLINE = 0.86  # side of the outline of an allowed pair, in cells

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from helpers.matched_quality import BUDGETS, Run, Sweep
-from helpers.toylang import LANG
+from helpers.language.toylang import LANG
+from helpers.quality.matched_quality import BUDGETS, Run, Sweep
 from helpers.views.sweep import check_sweep, pct, short
 
 
@@ -93,8 +93,8 @@ def find_repair(trace: list[dict], docs) -> tuple[int, int, int, int]:
 def remaskings_table() -> str:
     """How often each ReMDM setting of the sweep re-masks a token over a run (the scripts' eta over
     their own 1024 steps too, the only column their values were tuned for)."""
-    from helpers.matched_quality import REMDM_ETAS
-    from helpers.unmasking import remdm_remaskings_per_token
+    from helpers.diffusion.unmasking import remdm_remaskings_per_token
+    from helpers.quality.matched_quality import REMDM_ETAS
 
     lines = [
         f"{'schedule':16s} {'re-maskings per token over a run of':>38s}",
@@ -113,8 +113,8 @@ def draw_repair(trace: list[dict], docs, show) -> None:
     its first writing to its last) and print the position's first and final token and the document."""
     from matplotlib.patches import Patch
 
-    from helpers.canvas_figure import draw_canvas_history
-    from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, new_figure
+    from helpers.common.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, new_figure
+    from helpers.views.canvas_figure import draw_canvas_history
 
     row, pos, first, last = find_repair(trace, docs)
     fig, ax = new_figure(figsize=(9, 0.36 * (last - first + 2) + 1.1))

@@ -1,8 +1,8 @@
 """Notebook 05, sections 3 and 4 and a Going deeper: the toy language's matched rates, the latency
 budgets at matched quality, the matched-quality chart, the agent rounds, and your GPU or the
 reference runs (sections 1 and 2 are in views.gpus and views.pass_ratio). Presentation only: the
-latencies come from helpers.latency through the arguments passed in; toy_rates reads notebook 03's
-sweeps with helpers.matching; your_gpu_text runs helpers.bench's own measurements."""
+latencies come from helpers.projection.latency through the arguments passed in; toy_rates reads notebook 03's
+sweeps with helpers.quality.matching; your_gpu_text runs helpers.bench's own measurements."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from helpers.bench import reference_summary
-from helpers.costs import CEILING, efficiency_label
-from helpers.error_sources import curve
-from helpers.matched_quality import LENGTH, Sweep
-from helpers.matching import MEASURES, AtQuality, target_from, tokens_per_pass_at
-from helpers.plotting import AR_COLOR, DLLM_COLOR, new_figure
-from helpers.validation import check_int, check_positive
+from helpers.common.plotting import AR_COLOR, DLLM_COLOR, new_figure
+from helpers.common.validation import check_int, check_positive
+from helpers.quality.error_sources import curve
+from helpers.quality.matched_quality import LENGTH, Sweep
+from helpers.quality.matching import MEASURES, AtQuality, target_from, tokens_per_pass_at
+from helpers.roofline.costs import CEILING, efficiency_label
 from helpers.widgets import readable_log_ticks
 
 # ----------------------------------------------------------------------------- section 3: matched quality
@@ -29,7 +29,7 @@ VALIDITY_SAMPLER = "threshold (Fast-dLLM)"  # the trained sampler matched on val
 
 @dataclass(frozen=True)
 class ToyRates:
-    """What notebook 03's sweeps allow at the AR model's quality (helpers.matching, its defaults)."""
+    """What notebook 03's sweeps allow at the AR model's quality (helpers.quality.matching, its defaults)."""
 
     matched: int  # trained samplers that match the AR model on all three measures at some rate
     samplers: int  # trained samplers in the sweep
@@ -72,8 +72,8 @@ class ToyRates:
 
 def toy_rates(sweep, exact) -> ToyRates:
     """The tokens per pass at which notebook 03's samplers match the AR model: sweep, the trained
-    model's (helpers.matched_quality.load_sweep()); exact, the exact denoiser's
-    (helpers.exact_sweep.load_exact_sweep())."""
+    model's (helpers.quality.matched_quality.load_sweep()); exact, the exact denoiser's
+    (helpers.quality.exact_sweep.load_exact_sweep())."""
     if not isinstance(sweep, Sweep) or not isinstance(exact, Sweep):
         raise ValueError("sweep and exact must be the Sweeps of load_sweep() and load_exact_sweep()")
     target = target_from(sweep.ar)
@@ -152,7 +152,7 @@ def draw_matched_quality(ar_seconds, dllm_seconds, panels, lengths=None, device:
     and labels each edge; a panel with none says that no rate matches.
 
     ar_seconds(n, **effs) and dllm_seconds(n, budget, **effs): seconds for N tokens (effs: the
-    efficiencies, e.g. helpers.costs.CEILING); panels: [(title, [budget, ...])] with at most two
+    efficiencies, e.g. helpers.roofline.costs.CEILING); panels: [(title, [budget, ...])] with at most two
     budgets each; lengths: the N drawn (default 32 ... 4096)."""
     if not callable(ar_seconds) or not callable(dllm_seconds):
         raise ValueError("ar_seconds and dllm_seconds must be callables returning seconds for N tokens")
@@ -246,11 +246,11 @@ def your_gpu_text(device, folder) -> str:
     import torch
 
     if not isinstance(device, torch.device):
-        raise ValueError(f"device must be a torch.device (helpers.device.pick_device()), got {device!r}")
+        raise ValueError(f"device must be a torch.device (helpers.common.device.pick_device()), got {device!r}")
     if device.type == "cpu":
         return "No GPU here: nothing is measured on one (and CUDA is never called).\n" + reference_text(folder)
     from helpers.bench import QUICK, as_json, eager_and_graph, gpu_shapes, measure_machine
-    from helpers.machine import machine_summary
+    from helpers.measure.machine import machine_summary
 
     roofs = measure_machine(device, settings=QUICK)
     runs = eager_and_graph(device, list(gpu_shapes()), roofs=roofs, repeat=20)

@@ -3,25 +3,25 @@ the typical efficiencies and what they are fitted on (a short summary for the co
 numbered table for Going deeper), and the one published head-to-head (section 2's pass-ratio claim
 and the devices' datasheets are in views.pass_ratio, sections 3 and 4 and your GPU in views.gpu_speed).
 
-Presentation only: every number is computed by the helpers the notebook names (helpers.costs,
-helpers.latency, helpers.calibration, helpers.bench) from the arguments passed in; these functions
+Presentation only: every number is computed by the helpers the notebook names (helpers.roofline.costs,
+helpers.projection.latency, helpers.projection.calibration, helpers.bench) from the arguments passed in; these functions
 lay the numbers out."""
 
 from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from helpers.calibration import CalibrationRow, TypicalFit
-from helpers.costs import (
+from helpers.common.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
+from helpers.common.validation import check_int, check_positive
+from helpers.decoding.model import ModelConfig
+from helpers.projection.calibration import CalibrationRow, TypicalFit
+from helpers.roofline.costs import (
     TYPICAL_BANDWIDTH_EFFICIENCY,
     TYPICAL_COMPUTE_EFFICIENCY,
     decode_step_cost,
     efficiency_label,
 )
-from helpers.hardware import get_hardware
-from helpers.model import ModelConfig
-from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
-from helpers.validation import check_int, check_positive
+from helpers.roofline.hardware import get_hardware
 
 # ----------------------------------------------------------------------------- checks
 
@@ -170,7 +170,9 @@ def calibration_text(rows) -> str:
 
 def _fit(fit) -> TypicalFit:
     if not isinstance(fit, TypicalFit):
-        raise ValueError(f"fit must be a helpers.calibration.TypicalFit (typical_fit()), got {type(fit).__name__}")
+        raise ValueError(
+            f"fit must be a helpers.projection.calibration.TypicalFit (typical_fit()), got {type(fit).__name__}"
+        )
     return fit
 
 

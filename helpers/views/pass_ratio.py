@@ -3,7 +3,7 @@ compute-bound (ridge_text), the claim on every device in one line for the core (
 for Going deeper the devices' ridge points (hardware_text), the claim on every device (table,
 points, summary and figure) and what a block cache changes.
 
-Presentation only: every number is computed by helpers.latency and helpers.costs from the arguments
+Presentation only: every number is computed by helpers.projection.latency and helpers.roofline.costs from the arguments
 passed in; these functions lay the numbers out."""
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from helpers.costs import (
+from helpers.common.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
+from helpers.common.validation import check_int
+from helpers.projection.latency import ar_latency, dllm_latency
+from helpers.roofline.costs import (
     CEILING,
     TYPICAL_BANDWIDTH_EFFICIENCY,
     TYPICAL_COMPUTE_EFFICIENCY,
@@ -19,10 +22,7 @@ from helpers.costs import (
     efficiency_label,
     forward_pass_cost,
 )
-from helpers.hardware import Hardware, get_hardware, load_hardware_table
-from helpers.latency import ar_latency, dllm_latency
-from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
-from helpers.validation import check_int
+from helpers.roofline.hardware import Hardware, get_hardware, load_hardware_table
 from helpers.widgets import readable_log_ticks
 
 PAIRS = {"1B": ("Llama-3.2-1B", "Llama-3.2-1B"), "8B": ("Llama-3-8B", "LLaDA-8B")}  # (AR model, dLLM model)

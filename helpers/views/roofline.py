@@ -1,7 +1,7 @@
 """Notebook 04's figures and tables: section 1's prediction worked, the decode step on this
 machine's roofline, the batch sweep on it (and, under Going deeper, beside a GPU's), the decode
 step against its prediction, the width sweep with a GPU's projection, and a flag for a step timed
-on a busy machine. The measurements come from helpers.bench and helpers.timing; these functions
+on a busy machine. The measurements come from helpers.bench and helpers.measure.timing; these functions
 only lay them out."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, LogLocator
 
-from helpers.costs import predicted_time
-from helpers.hardware import Hardware
-from helpers.plotting import ACCENT_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
-from helpers.roofline import attainable, plot_roofline
-from helpers.timing import linear_bytes, linear_flops
+from helpers.common.plotting import ACCENT_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
+from helpers.measure.timing import linear_bytes, linear_flops
+from helpers.roofline.attainable import attainable, plot_roofline
+from helpers.roofline.costs import predicted_time
+from helpers.roofline.hardware import Hardware
 from helpers.widgets import readable_log_ticks
 
 
@@ -28,7 +28,7 @@ def _log_ticks(ax, values) -> None:
 
 def draw_step_on_roofline(ax, roofs, cost, measured_s: float) -> None:
     """Section 2: this machine's measured roofline, its two regions named (memory-bound left of the
-    ridge, compute-bound right of it), and one decode step on it: cost (helpers.costs.StepCost) at
+    ridge, compute-bound right of it), and one decode step on it: cost (helpers.roofline.costs.StepCost) at
     its FLOPs per byte and the FLOP/s it reached in measured_s seconds."""
     if not measured_s > 0:
         raise ValueError(f"measured_s must be the step's time in seconds (> 0), got {measured_s!r}")
@@ -130,7 +130,7 @@ def _check_sweep(rows, gpu, gpu_points) -> None:
     if not rows:
         raise ValueError("rows must hold at least one (B, seconds, intensity, FLOP/s) measurement")
     if gpu is not None and not isinstance(gpu, Hardware):
-        raise ValueError(f"gpu must be None or a Hardware row (helpers.hardware.get_hardware), got {gpu!r}")
+        raise ValueError(f"gpu must be None or a Hardware row (helpers.roofline.hardware.get_hardware), got {gpu!r}")
     if not isinstance(gpu_points, dict | None):
         raise ValueError(f"gpu_points must map labels to (intensity, FLOP/s) pairs, got {type(gpu_points).__name__}")
 
@@ -242,7 +242,7 @@ def step_line(measured) -> str:
 
 
 def hand_prediction(cost, bandwidth: float) -> str:
-    """Section 1's prediction, worked: the step's weights (cost, a helpers.costs.StepCost) read at
+    """Section 1's prediction, worked: the step's weights (cost, a helpers.roofline.costs.StepCost) read at
     `bandwidth` bytes per second, in one line to set beside the measured step."""
     if not bandwidth > 0:
         raise ValueError(f"bandwidth must be in bytes per second (> 0), got {bandwidth!r}")

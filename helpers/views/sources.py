@@ -1,7 +1,7 @@
 """Notebook 03, section 5: the price of parallelism split into the rule's selection, its own
 factorization and the model's error, on the two sweeps (trained model and exact denoiser), with
 random order's factorization beside each rule's and their difference, the grouping.
-Presentation only: the numbers come from helpers.error_sources and helpers.matching."""
+Presentation only: the numbers come from helpers.quality.error_sources and helpers.quality.matching."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import math
 
 from matplotlib.figure import Figure
 
-from helpers.error_sources import MEASURE_LABELS, Split, curve, three_way_split, truth, value
-from helpers.matched_quality import Run, Sweep
-from helpers.matching import MEASURES, Target, tokens_per_pass_at
-from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
+from helpers.common.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
+from helpers.quality.error_sources import MEASURE_LABELS, Split, curve, three_way_split, truth, value
+from helpers.quality.matched_quality import Run, Sweep
+from helpers.quality.matching import MEASURES, Target, tokens_per_pass_at
 from helpers.views.sweep import ar_line  # noqa: F401 (section 5.3 prints the AR model's quality with its limits)
 
 SAMPLERS = {  # sampler -> (short name, colour): the figure's orders, coloured as in the rest of notebook 03
@@ -41,7 +41,7 @@ def short(name: str) -> str:
 
 
 def _band(ax, measure: str, reference: Run, target: Target) -> None:
-    """What matches on one measure (helpers.matching: as close to the language as the AR model is,
+    """What matches on one measure (helpers.quality.matching: as close to the language as the AR model is,
     plus sampling error), as a shaded band. Validity's band (the target up to 100 %) is thin on a
     0-100 axis: its lower edge is drawn as a line too."""
     low, high = target.allowed(measure, value(reference, measure)[0])
@@ -186,7 +186,7 @@ def split_table(exact: Sweep, trained: Sweep, rates=SPLIT_RATES, samplers=SPLIT_
     order's. '(x)': within two paired standard errors of zero; '-': undefined (no valid document at
     that rate or next to it, or a rule whose settings do not reach the rate). A rate between two
     settings (the threshold's, which adapt to each document) is read off the straight line between
-    them, as helpers.error_sources.value_at does. Length and gap: each run's own valid documents."""
+    them, as helpers.quality.error_sources.value_at does. Length and gap: each run's own valid documents."""
     digits = {"validity": 1, "length": 2, "diversity": 2}
     heads = {"validity": "valid documents (%)", "length": f"sentences per valid document ({SURVIVORS})",
              "diversity": "within-sentence gap, bits per sentence (the same survivors' caveat)"}  # fmt: skip
@@ -317,7 +317,7 @@ def limit_headline(
 
 def lost_bits_table(bits: dict) -> str:
     """Random order's bits per document lost to the chain rule, by tokens per pass: the fixed-order
-    KL averaged over orders (helpers.error_sources.order_averaged_kl), for the exact denoiser (the
+    KL averaged over orders (helpers.quality.error_sources.order_averaged_kl), for the exact denoiser (the
     factorization alone) and the trained model (its own error too)."""
     lines = [f"bits per document lost in random order, E over orders of KL(P || Q_order), {bits['n_docs']} documents:",
              "an upper bound on the sampler's own KL(P || Q); at one pass, the total correlation",
@@ -331,7 +331,7 @@ def lost_bits_table(bits: dict) -> str:
 
 def calibration_text(calibration: dict) -> str:
     """How the one-pass estimate's standard error holds up over many independent samples
-    (helpers.error_sources.one_pass_calibration): its z-scores' mean and spread, and the shares
+    (helpers.quality.error_sources.one_pass_calibration): its z-scores' mean and spread, and the shares
     below the exact value and more than two standard errors below."""
     c = calibration
     return (

@@ -1,8 +1,9 @@
 """Notebook 06's tables and figures: acceptance predicted against measured, quality on every axis,
 and the closing picture of lossless against lossy parallelism.
 
-Every number comes from data/speculative.json (helpers.speculative_sweep), data/matched_quality.json
-(helpers.matched_quality) or the arguments; helpers.quality and helpers.matching score them. These
+Every number comes from data/speculative.json (helpers.speculative.sweep), data/matched_quality.json
+(helpers.quality.matched_quality) or the arguments; helpers.quality.scores and helpers.quality.matching
+score them. These
 functions lay the numbers out; the time tables live in helpers.views.speculative_time, re-exported here
 so that the notebook reads every table as views.*."""
 
@@ -10,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.error_sources import value as measured
-from helpers.matched_quality import Run, Sweep
-from helpers.matching import MEASURES, Target, language_value, margins
-from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR
-from helpers.speculative_sweep import BROKEN, DRAFTERS, GAMMAS, QUALITY_GAMMA
+from helpers.common.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR
+from helpers.quality.error_sources import value as measured
+from helpers.quality.matched_quality import Run, Sweep
+from helpers.quality.matching import MEASURES, Target, language_value, margins
+from helpers.speculative.sweep import BROKEN, DRAFTERS, GAMMAS, QUALITY_GAMMA
 from helpers.views.speculative_time import alpha_for, projection_text, time_lost_text, time_split_text  # noqa: F401
 from helpers.views.sweep import MAIN
 

@@ -8,7 +8,7 @@ import numpy as np
 
 
 def time_split_text(splits: dict, reference: str) -> str:
-    """Where each decoder's time per document goes (helpers.speculative_cost.time_split): forward
+    """Where each decoder's time per document goes (helpers.speculative.cost.time_split): forward
     passes of the target and of the drafter (count x median time of one), everything else, the
     total, and the speed-up over `reference`. Each row adds up before rounding: passes plus everything
     else (a pass count times a rounded time of one need not match to the last digit)."""
@@ -62,7 +62,7 @@ def time_lost_text(splits: dict, reference: str) -> str:
 def projection_text(target: str, draft: str, hardware: str, n_tokens: int, alphas, gammas, **kwargs) -> str:
     """Projected speed-up over AR (typical efficiency) for assumed alphas and each gamma, and
     whether the ceiling gives another ratio."""
-    from helpers.speculative_cost import projected_speedup
+    from helpers.speculative.cost import projected_speedup
 
     def ratio(alpha, gamma, **efficiency):
         return projected_speedup(n_tokens, target, draft, hardware, gamma=gamma, alpha=alpha, **efficiency, **kwargs)
@@ -84,7 +84,7 @@ def projection_text(target: str, draft: str, hardware: str, n_tokens: int, alpha
 
 def alpha_for(ratio: float, target: str, draft: str, hardware: str, n_tokens: int, gamma: int, **kwargs) -> float:
     """The alpha at which the projection reaches a speed-up `ratio` (bisection)."""
-    from helpers.speculative_cost import projected_speedup
+    from helpers.speculative.cost import projected_speedup
 
     low, high = 0.0, 1.0
     for _ in range(50):

@@ -1,7 +1,7 @@
 """Notebook 03, section 5: the sampler sweep's tables and figures (the editor's are in views.editor).
 
-Every number comes from the sweep (helpers.matched_quality.load_sweep), scored by
-helpers.quality and matched by helpers.matching; these functions only lay it out."""
+Every number comes from the sweep (helpers.quality.matched_quality.load_sweep), scored by
+helpers.quality.scores and matched by helpers.quality.matching; these functions only lay it out."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from helpers.calibration import load_parallelism
-from helpers.matched_quality import BUDGETS, Run, Sweep
-from helpers.matching import MEASURES, Target, language_value, margins, tokens_per_pass_at
-from helpers.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
-from helpers.quality import ExactDocuments, decompose
-from helpers.toylang import LANG
+from helpers.common.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_COLOR, new_figure
+from helpers.language.toylang import LANG
+from helpers.projection.calibration import load_parallelism
+from helpers.quality.matched_quality import BUDGETS, Run, Sweep
+from helpers.quality.matching import MEASURES, Target, language_value, margins, tokens_per_pass_at
+from helpers.quality.scores import ExactDocuments, decompose
 from helpers.views.labels import place_labels
 
 STYLE = {  # strategy -> (short name, colour, marker): the same in every figure of the notebook
@@ -30,7 +30,9 @@ RELAXED = {"validity only": ("validity",), "validity + length": ("validity", "le
 
 def check_sweep(sweep) -> Sweep:
     if not isinstance(sweep, Sweep):
-        raise ValueError(f"sweep must be a helpers.matched_quality.Sweep (load_sweep()), got {type(sweep).__name__}")
+        raise ValueError(
+            f"sweep must be a helpers.quality.matched_quality.Sweep (load_sweep()), got {type(sweep).__name__}"
+        )
     return sweep
 
 
@@ -75,7 +77,7 @@ def validity_table(sweep: Sweep) -> str:
 
 def draw_validity(ax, sweep: Sweep, target: Target) -> None:
     """Validity against tokens per pass for every strategy on `ax`; filled markers: the settings
-    that match the AR model on all three measures of helpers.matching."""
+    that match the AR model on all three measures of helpers.quality.matching."""
     sweep = check_sweep(sweep)
     n_matched = 0
     for name in MAIN:
@@ -173,7 +175,7 @@ def quality_table(sweep: Sweep, exact: ExactDocuments) -> str:
 
 def decomposition_table(sweep: Sweep) -> str:
     """The per-document gap of each strategy's slowest setting, and of the AR model, in its
-    length, within-sentence and padding parts (helpers.quality.decompose)."""
+    length, within-sentence and padding parts (helpers.quality.scores.decompose)."""
     sweep = check_sweep(sweep)
     lines = [f"{'':13s} {'length':>8s} {'within':>8s} {'padding':>8s} {'= per-document gap (bits)':>27s}"]
     for label, run in [(short(n), slowest(sweep.runs[n])) for n in MAIN] + [("AR, T = 1", sweep.ar)]:
@@ -201,7 +203,7 @@ def draw_frontier(sweep: Sweep, target: Target, exact: ExactDocuments) -> Figure
     valid documents (dot size: validity; labels: tokens per pass, where a label fits without
     covering a marker or another label), the AR model by temperature and the language itself; the
     shaded box matches on both measures: centred on the language, as far out as the AR model at
-    T = 1 plus the tolerances (helpers.matching). The left panel shows every setting;
+    T = 1 plus the tolerances (helpers.quality.matching). The left panel shows every setting;
     the middle one zooms on the lower-left cluster of confidence order and the threshold, the right
     one on the settings near the language's own point."""
     sweep = check_sweep(sweep)
@@ -295,7 +297,7 @@ def ar_line(sweep: Sweep) -> str:
 
 def matched_table(sweep: Sweep, target: Target) -> str:
     """Per strategy, tokens per pass matched on validity only, on validity and length, and on all
-    three measures (helpers.matching), with the target's tolerances first."""
+    three measures (helpers.quality.matching), with the target's tolerances first."""
     sweep = check_sweep(sweep)
     lines = [
         ar_line(sweep),

@@ -12,7 +12,7 @@ model_typewriter  02  `model_typewriter_widget`: a document typed by the AR mode
 side_by_side      03  `side_by_side_widget`: the AR document and the diffusion canvas after the same
                       number of passes
 latency_explorer  04  `latency_explorer_widget`: the latency of N tokens, AR vs masked diffusion, on a
-                      device from data/hardware.csv (helpers.latency; typical solid, ceiling dotted)
+                      device from data/hardware.csv (helpers.projection.latency; typical solid, ceiling dotted)
 stepper               `stepper_widget`: the step slider and seed box of 01 to 03
 """
 

@@ -1,5 +1,5 @@
 """Notebook 05's latency explorer: the projected latency of N tokens, AR (N passes) against masked
-diffusion (K passes), on a device from data/hardware.csv, as helpers.latency.latency_curves
+diffusion (K passes), on a device from data/hardware.csv, as helpers.projection.latency.latency_curves
 projects it: typical efficiency solid, the datasheet ceiling dotted (`latency_explorer_widget`;
 `draw_latency_explorer` is its static figure)."""
 
@@ -10,10 +10,10 @@ from IPython.display import display
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from helpers.costs import DTYPES, MODEL_SHAPES, model_shape
-from helpers.hardware import get_hardware, load_hardware_table
-from helpers.latency import EXPLORER_BLOCK, LatencyCurves, latency_curves
-from helpers.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, use_course_style
+from helpers.common.plotting import AR_COLOR, DLLM_COLOR, TRUTH_COLOR, use_course_style
+from helpers.projection.latency import EXPLORER_BLOCK, LatencyCurves, latency_curves
+from helpers.roofline.costs import DTYPES, MODEL_SHAPES, model_shape
+from helpers.roofline.hardware import get_hardware, load_hardware_table
 from helpers.widgets.stepper import LiveBox
 
 EXPLORER_CACHES = {"none (LLaDA: full canvas every pass)": None, "dual cache, blocks of 32 (Fast-dLLM)": "dual"}

@@ -11,10 +11,10 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 
-from helpers.model import Transformer
-from helpers.plotting import AR_COLOR, TRUTH_COLOR
-from helpers.toylang import LANG, ToyLanguage
-from helpers.validation import check_int, check_positive
+from helpers.common.plotting import AR_COLOR, TRUTH_COLOR
+from helpers.common.validation import check_int, check_positive
+from helpers.decoding.model import Transformer
+from helpers.language.toylang import LANG, ToyLanguage
 from helpers.widgets.stepper import check_step, stepper_widget
 from helpers.widgets.typewriter import TypewriterStep, check_language, check_trace, shown_tokens
 
@@ -24,7 +24,7 @@ def model_typewriter_trace(model: Transformer, seed: int = 0, temperature: float
     """One document typed by a causal model (KV cache, float64 sampling, seeded), keeping the
     model's next-token distribution at every step. `prefix` excludes the leading <bos>."""
     if not isinstance(model, Transformer) or not model.config.causal:
-        raise ValueError("model_typewriter_trace needs a causal helpers.model.Transformer")
+        raise ValueError("model_typewriter_trace needs a causal helpers.decoding.model.Transformer")
     seed = check_int(seed, "seed", 0)
     temperature = check_positive(temperature, "temperature")
     generator = torch.Generator().manual_seed(seed)

@@ -12,10 +12,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from helpers.model import Transformer
-from helpers.plotting import use_course_style
-from helpers.toylang import LANG
-from helpers.validation import check_int
+from helpers.common.plotting import use_course_style
+from helpers.common.validation import check_int
+from helpers.decoding.model import Transformer
+from helpers.language.toylang import LANG
 from helpers.widgets.model_typewriter import model_typewriter_trace
 from helpers.widgets.stepper import stepper_widget
 
@@ -34,10 +34,10 @@ class SideBySide:
 def side_by_side_trace(ar_model: Transformer, dllm: Transformer, steps: int = 8, seed: int = 0) -> SideBySide:
     """Sample one document with each model at temperature 1: the AR model token by token, the
     diffusion model in `steps` passes with the confidence strategy."""
-    from helpers.diffusion import sample
+    from helpers.diffusion.sampler import sample
 
     if not isinstance(dllm, Transformer):
-        raise ValueError(f"dllm must be a helpers.model.Transformer, got {type(dllm).__name__}")
+        raise ValueError(f"dllm must be a helpers.decoding.model.Transformer, got {type(dllm).__name__}")
     steps = check_int(steps, "steps", 1)
     typed = model_typewriter_trace(ar_model, seed)
     length = dllm.config.max_len - 1

@@ -7,8 +7,8 @@ import numpy as np
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from helpers.plotting import use_course_style
-from helpers.validation import check_int
+from helpers.common.plotting import use_course_style
+from helpers.common.validation import check_int
 
 MAX_SEED = 1_000_000  # the seed box's upper bound
 STATIC_TEXT = "(an interactive widget: it runs in a live notebook; the figure above is its starting state)"

@@ -9,9 +9,9 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.axes import Axes
 
-from helpers.plotting import AR_COLOR, TRUTH_COLOR
-from helpers.toylang import LANG, ToyLanguage
-from helpers.validation import check_int
+from helpers.common.plotting import AR_COLOR, TRUTH_COLOR
+from helpers.common.validation import check_int
+from helpers.language.toylang import LANG, ToyLanguage
 from helpers.widgets.stepper import check_step, stepper_widget
 
 
@@ -32,7 +32,7 @@ def check_trace(trace) -> list[TypewriterStep]:
 
 def check_language(lang) -> ToyLanguage:
     if not isinstance(lang, ToyLanguage):
-        raise ValueError(f"lang must be a helpers.toylang.ToyLanguage such as LANG, got {type(lang).__name__}")
+        raise ValueError(f"lang must be a helpers.language.toylang.ToyLanguage such as LANG, got {type(lang).__name__}")
     return lang
 
 
