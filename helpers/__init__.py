@@ -26,9 +26,9 @@ train           one training loop for both kinds: `python -m helpers.train ar|md
 student_copy    the notebooks without their solutions: `python -m helpers.student_copy OUT`
 hf_compare      the course's decoder against Hugging Face `generate` (needs transformers)
 
-To add an unmasking rule: its score in helpers/diffusion/unmasking.py (confidence_scores), its name
-in helpers/diffusion/sampler.py (STRATEGIES), and its settings in the sweeps' tables
-(helpers/quality/matched_quality.py, helpers/quality/exact_sweep.py).
+To add an unmasking rule: one entry of RULES in helpers/diffusion/unmasking.py (its name and score),
+which the sampler, its error messages and the exact sweep's ranking rules read; then its settings in
+the sweep's table (STRATEGIES in helpers/quality/matched_quality.py, whose comment gives the cost).
 """
 
 from pathlib import Path as _Path

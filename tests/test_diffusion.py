@@ -5,10 +5,11 @@ import torch
 
 from helpers.decoding.checkpoints import load_pretrained
 from helpers.decoding.model import ModelConfig, Transformer, count_passes
+from helpers.diffusion.exact_denoiser import ExactDenoiser
 from helpers.diffusion.sampler import (
+    commit_top_scores,
     diffusion_loss,
     even_split,
-    low_confidence_commit,
     masked_logits,
     masked_nll,
     mdlm_commit,
@@ -417,12 +418,12 @@ def test_threshold_includes_confidence_exactly_tau():
     assert commit_order(trace)[:3] == [[1, 2, 3], [4], [5]]
 
 
-def test_low_confidence_commit_in_a_blocks_last_step_takes_every_mask():
+def test_commit_top_scores_in_a_blocks_last_step_takes_every_mask():
     scores = torch.tensor([[0.9, 0.1, 0.5, 0.3]], dtype=torch.float64)
     masked = torch.tensor([[True, True, False, True]])
-    assert low_confidence_commit(scores, masked, 1).tolist() == [[True, False, False, False]]
-    assert low_confidence_commit(scores, masked, 1, last_step=True).tolist() == [[True, True, False, True]]
-    assert low_confidence_commit(scores, masked, 9).tolist() == [[True, True, False, True]]  # never more than masked
+    assert commit_top_scores(scores, masked, 1).tolist() == [[True, False, False, False]]
+    assert commit_top_scores(scores, masked, 1, last_step=True).tolist() == [[True, True, False, True]]
+    assert commit_top_scores(scores, masked, 9).tolist() == [[True, True, False, True]]  # never more than masked
 
 
 def test_mdlm_last_step_commits_every_mask_and_remdm_cap_spares_the_first():
@@ -586,7 +587,43 @@ def test_confidence_order_with_remdm_remasks_with_sigma_and_commits_as_many_more
 
 
 def test_the_course_s_stress_test_needs_a_confidence_strategy():
-    with pytest.raises(ValueError, match="'lowest-confidence' needs a confidence strategy"):
+    with pytest.raises(ValueError, match="'lowest-confidence' needs a ranking rule"):
         sample(tiny(), 8, 8, strategy="ancestral", remask=0.25, remask_schedule="lowest-confidence")
     with pytest.raises(ValueError, match=r"remask_schedule must be one of \('cap', 'rescale', 'lowest-confidence'\)"):
         sample(tiny(), 8, 8, remask=0.25, remask_schedule="loop")
+
+
+def test_sample_reads_as_the_sampler():
+    """The loop shows one pass: the rules' choices live in helpers.diffusion.unmasking, the set-up and
+    the moves drawn before a pass in helpers of their own; its parameters in an Args block."""
+    import ast
+    import inspect
+
+    from helpers.diffusion import sampler
+
+    function = ast.parse(inspect.getsource(sampler.sample)).body[0]
+    docstring = function.body[0]
+    lines = (function.end_lineno - function.lineno + 1) - (docstring.end_lineno - docstring.lineno + 1)
+    assert lines <= 60, f"sample is {lines} lines without its docstring"
+    doc = inspect.getdoc(sampler.sample)
+    args = doc[doc.index("Args:") : doc.index("Returns:")]
+    for name in inspect.signature(sampler.sample).parameters:
+        assert f"\n    {name}:" in args, f"sample's Args block does not state {name}"
+
+
+def test_a_rule_is_one_entry_of_the_table(monkeypatch):
+    """Adding an unmasking rule is one entry of helpers.diffusion.unmasking.RULES: the sampler accepts
+    it and ranks by its score, its threshold applies, and the error messages name it."""
+    from helpers.diffusion import unmasking
+
+    def rightmost_first(probs, chosen, generator):
+        return torch.arange(chosen.size(1), dtype=torch.float64).expand(chosen.shape).clone()  # (B, T)
+
+    rule = unmasking.Rule("rightmost", rightmost_first, "the rightmost masked position first")
+    monkeypatch.setitem(unmasking.RULES, "rightmost", rule)
+    canvas, trace = sample(ExactDenoiser(), 8, 8, strategy="rightmost", return_trace=True)
+    first = trace[0]["committed"][0].nonzero().flatten().tolist()
+    assert first == [8] and (canvas != LANG.mask_id).all()  # the last position of the canvas went first
+    sample(ExactDenoiser(), 8, 8, strategy="rightmost", threshold=0.9)
+    with pytest.raises(ValueError, match="rightmost"):
+        sample(ExactDenoiser(), 8, 8, strategy="nearest")

@@ -53,6 +53,13 @@ def check_float_dtype(dtype, name: str = "dtype") -> torch.dtype:
     return dtype
 
 
+def check_generator(generator) -> torch.Generator | None:
+    """None or a torch.Generator (the seed of every draw a sampler makes)."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be None or a torch.Generator, got {type(generator).__name__}")
+    return generator
+
+
 def _range(minimum, maximum) -> str:
     if minimum is not None and maximum is not None:
         return f" in [{minimum}, {maximum}]"

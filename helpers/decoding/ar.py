@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from helpers.common.validation import check_fraction, check_int, check_number
+from helpers.common.validation import check_fraction, check_generator, check_int, check_number
 from helpers.decoding.model import Transformer
 
 
@@ -53,8 +53,7 @@ def next_token(
     from the filtered, tempered softmax, computed in float64. Returns (B,) int64."""
     check_sampling_args(temperature, top_k, top_p)
     check_logits(logits)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be None or a torch.Generator, got {type(generator).__name__}")
+    check_generator(generator)
     if temperature == 0:
         return logits.argmax(dim=-1)
     logits = filter_logits(logits, top_k, top_p)
@@ -118,8 +117,7 @@ def generate(
         eos_id = check_int(eos_id, "eos_id (None: no early stop)", 0, model.config.vocab_size - 1)
     if not isinstance(use_cache, bool):
         raise ValueError(f"use_cache must be True or False, got {use_cache!r}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be None or a torch.Generator, got {type(generator).__name__}")
+    check_generator(generator)
     B, T0 = prompt.shape
     if T0 + max_new_tokens > model.config.max_len:
         raise ValueError(

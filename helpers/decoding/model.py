@@ -2,10 +2,9 @@
 
 `causal=True` gives the autoregressive model (the typewriter): position t sees positions <= t.
 `causal=False` gives the masked-diffusion model (the editor): every position sees every other.
-Everything else (size, data, training budget) is shared, so the two can be compared fairly.
-
-A causal model can decode with a preallocated KV cache: each step computes keys and values
-for the new token only and attends over the cached ones.
+Everything else (size, data, training budget) is shared, so the two can be compared fairly. A
+causal model decodes with a preallocated KV cache: each step computes keys and values for the new
+token only and attends over the cached ones.
 """
 
 from __future__ import annotations
@@ -77,9 +76,8 @@ def pad_vocab(config: ModelConfig, multiple: int = 64) -> ModelConfig:
 
 
 class KVCache:
-    """Keys and values of every layer for up to `max_len` positions, allocated once.
-
-    `length` is how many positions are filled. A forward pass with the cache writes its new
+    """Keys and values of every layer for up to `max_len` positions, allocated once. `length` is how
+    many positions are filled. A forward pass with the cache writes its new
     keys/values at [length, length + T) and then advances `length` by T; `crop` rolls it back."""
 
     def __init__(self, config: ModelConfig, batch_size: int, device=None, dtype=torch.float32):
@@ -105,7 +103,9 @@ class KVCache:
         return self.data[:, :, :, :, : self.length].numel() * self.data.element_size()
 
 
-class CausalSelfAttention(nn.Module):
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with a KV cache, causal or bidirectional as config.causal says."""
+
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.n_head, self.head_dim = config.n_head, config.head_dim
@@ -150,7 +150,7 @@ class Block(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.ln1 = nn.LayerNorm(config.d_model, bias=config.bias)
-        self.attn = CausalSelfAttention(config)
+        self.attn = SelfAttention(config)
         self.ln2 = nn.LayerNorm(config.d_model, bias=config.bias)
         self.mlp = MLP(config)
 
@@ -183,7 +183,7 @@ class Transformer(nn.Module):
         for module in self.modules():
             if isinstance(module, nn.LayerNorm):
                 module.reset_parameters()
-            if isinstance(module, CausalSelfAttention):
+            if isinstance(module, SelfAttention):
                 module.allowed.copy_(torch.ones_like(module.allowed).tril())
         self.apply(self._init_weights)
         for name, p in self.named_parameters():  # GPT-2: scale residual writes by depth

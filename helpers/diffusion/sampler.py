@@ -14,17 +14,18 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from helpers.common.validation import check_fraction, check_int, check_number
+from helpers.common.validation import check_fraction, check_generator, check_int, check_number
 from helpers.decoding.model import Transformer
 from helpers.diffusion.exact_denoiser import ExactDenoiser
 
 # the rules of one step, re-exported so that `from helpers.diffusion.sampler import ...` works
 from helpers.diffusion.unmasking import (
     REMASK_SCHEDULES,
+    RULES,
     choose_tokens,
+    commit_top_scores,
     confidence_scores,
     even_split,
-    low_confidence_commit,
     mdlm_commit,
     remdm_conf_remask,
     remdm_remask,
@@ -39,7 +40,7 @@ __all__ = [
     "confidence_scores",
     "diffusion_loss",
     "even_split",
-    "low_confidence_commit",
+    "commit_top_scores",
     "masked_logits",
     "masked_nll",
     "mdlm_commit",
@@ -124,8 +125,9 @@ def nelbo(model: Transformer, x0: torch.Tensor, draws: int = 128, generator=None
 
 
 # ---------------------------------------------------------------------------------- sampling
-STRATEGIES = ("confidence", "random", "margin", "entropy", "ancestral")
-CONFIDENCE_STRATEGIES = STRATEGIES[:4]
+def _ranks(strategy: str) -> bool:
+    """Whether a rule of RULES ranks positions by a score (else it draws them: MDLM's ancestral step)."""
+    return RULES[strategy].score is not None
 
 
 def _remdm_moves(canvas, masked, in_block, t, s, remask, schedule, generator):
@@ -163,8 +165,8 @@ def _check_remask(remask, schedule, strategy) -> float | None:
         raise ValueError(f"remask_schedule must be one of {REMASK_SCHEDULES}, got {schedule!r}")
     if remask is None:
         return None
-    if schedule == "lowest-confidence" and strategy == "ancestral":
-        raise ValueError("remask_schedule='lowest-confidence' needs a confidence strategy, not 'ancestral'")
+    if schedule == "lowest-confidence" and not _ranks(strategy):
+        raise ValueError(f"remask_schedule='lowest-confidence' needs a ranking rule, not {strategy!r}")
     return check_fraction(remask, "remask (None or ReMDM's eta)", allow_one=False)
 
 
@@ -178,17 +180,18 @@ def _check_sample_args(model, length, steps, prompt, strategy, block_length, thr
         raise ValueError(
             f"prompt ({prompt.size(-1)}) + length ({length}) exceeds the model's max_len ({model.config.max_len})"
         )
-    if not isinstance(strategy, str) or strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if not isinstance(strategy, str) or strategy not in RULES:
+        raise ValueError(f"strategy must be one of {tuple(RULES)}, got {strategy!r}")
     block_length = length if block_length is None else check_int(block_length, "block_length", 1)
     if length % block_length:
         raise ValueError(f"block_length must be an int that divides length ({length}), got {block_length!r}")
     if threshold is not None:
         threshold = check_fraction(threshold, "threshold (None or Fast-dLLM's tau)")
-        if strategy == "ancestral":
-            raise ValueError(f"threshold applies to the strategies {CONFIDENCE_STRATEGIES}, not to 'ancestral'")
+        if not _ranks(strategy):
+            ranked = tuple(name for name in RULES if _ranks(name))
+            raise ValueError(f"threshold applies to the strategies {ranked}, not to {strategy!r}")
     steps = check_int(steps, "steps", 1)
-    if threshold is None and steps > length and strategy != "ancestral":
+    if threshold is None and steps > length and _ranks(strategy):
         raise ValueError(f"steps ({steps}) must be <= length ({length}): each step commits at least one token")
     if steps % (length // block_length):
         raise ValueError(f"steps ({steps}) must be a multiple of the number of blocks ({length // block_length})")
@@ -209,6 +212,37 @@ def _trace_step(canvas, commit, remasked, revised, stored_conf, block, step) -> 
     )
 
 
+def _setup(model, length, steps, prompt, strategy, block_length, threshold, remask, remask_schedule,
+           temperature, batch_size, generator):  # fmt: skip
+    """The checked arguments, and the canvas (B, T0 + length): the prompt, then <mask>."""
+    prompt = torch.tensor([LANG.bos_id], dtype=torch.long) if prompt is None else prompt
+    check_generator(generator)
+    length, steps, block_length, threshold, temperature, batch_size = _check_sample_args(
+        model, length, steps, prompt, strategy, block_length, threshold, temperature, batch_size
+    )
+    remask = _check_remask(remask, remask_schedule, strategy)
+    device = torch.device("cpu") if isinstance(model, ExactDenoiser) else next(model.parameters()).device
+    prompt = prompt.to(device).expand(batch_size, -1) if prompt.dim() == 1 else prompt.to(device)
+    canvas = torch.cat([prompt, torch.full((batch_size, length), LANG.mask_id, device=device)], dim=1)  # (B, T)
+    return canvas, prompt.size(1), steps, block_length, threshold, remask, temperature
+
+
+def _moves_before_pass(canvas, masked, in_block, t, s, k, pending, remask, schedule, ancestral, generator):
+    """What is drawn before a step's pass: the positions ReMDM re-masks (none without `remask`; the
+    stress test re-masks after the pass instead) and, for MDLM's ancestral rule, those it commits.
+    A ranking rule re-masks at most what the step can fill again, so its k stays on schedule."""
+    remasked, commit = torch.zeros_like(masked), None
+    if ancestral or (remask is not None and schedule != "lowest-confidence"):
+        remdm = remask if schedule != "lowest-confidence" else None
+        remasked, sigma, u = _remdm_moves(canvas, masked, in_block, t, s, remdm, schedule, generator)
+        if ancestral:
+            commit = mdlm_commit(masked, u, t, s, sigma)
+        elif remdm is not None:
+            room = (masked.sum(dim=1) - k - pending).clamp_min(0)  # (B,)
+            remasked = top_counts((-u).masked_fill(~remasked, float("-inf")), torch.minimum(remasked.sum(1), room))
+    return remasked, commit
+
+
 @torch.no_grad()
 def sample(
     model: Transformer | ExactDenoiser,
@@ -226,95 +260,82 @@ def sample(
     generator: torch.Generator | None = None,
     return_trace: bool = False,
 ):
-    """Fill `length` masked positions after `prompt` (default: <bos>) in about `steps` passes.
+    """Fill `length` masked positions after `prompt` in about `steps` passes: in every step one
+    forward pass predicts all masked positions at once, and an unmasking rule (helpers.diffusion.
+    unmasking.RULES) commits some of them. The canvas is split into blocks of `block_length`,
+    filled left to right with steps // n_blocks steps each.
 
-    The canvas is split into blocks of `block_length` (default: one block), filled left to right
-    with steps // n_blocks steps each. In every step one forward pass predicts all masked
-    positions at once; which of them are committed depends on the strategy:
+    Args:
+        model: a bidirectional Transformer, or the ExactDenoiser (a perfect model).
+        length: positions to fill after the prompt.
+        steps: passes at most (LLaDA's schedule: even_split(block_length, steps_per_block) tokens a
+            step); with "ancestral", MDLM's T, which may exceed `length`: a step that would change
+            nothing is skipped, no pass run or counted.
+        prompt: int64 (T0,) or (B, T0), without <mask>; default: <bos>.
+        strategy: the unmasking rule, a name of RULES. A ranking rule ("confidence", "random",
+            "margin", "entropy") commits the k best-scored masked positions of the block
+            (commit_top_scores; ties: the leftmost). "ancestral" is MDLM's step: from t to s each
+            masked position with probability (t - s) / t, the last step everything left.
+        block_length: positions a block holds (semi-autoregressive decoding); default: one block.
+        threshold: Fast-dLLM's tau, ranking rules only: also commit every masked position whose
+            chosen token has probability >= tau, so passes adapt; `steps` is then a bound.
+        remask: ReMDM's eta, the editor (unmasking.remdm_remask): before each pass every filled
+            token of the block is re-masked with probability sigma_t, and the step commits as many
+            more (the last step re-masks nothing).
+        remask_schedule: "cap" (min(eta, s/(1-t))) or "rescale" (eta * min(1, s/(1-t))), ReMDM's;
+            or "lowest-confidence", this course's stress test (unmasking.remdm_conf_remask), ranking
+            rules only: after committing, re-mask round(eta * n) of the block's n older tokens, the
+            least confident when committed, and commit as many more next step.
+        temperature: 0 takes the argmax; above, tokens are drawn (float64) from the tempered
+            softmax. A rule's confidence is always the untempered softmax's.
+        batch_size: rows, each its own canvas.
+        generator: the torch.Generator behind every draw, or None.
+        return_trace: also return one dict per pass: the canvas after it, boolean (B, T) masks of
+            the positions committed, remasked and revised (re-committed with another token), the
+            confidence of every filled position (NaN where masked, +inf for the prompt), and the
+            block and step.
 
-    - "confidence", "margin", "entropy", "random": commit the k most confident masked positions
-      of the block, k from even_split(block_length, steps_per_block) (LLaDA, low_confidence_commit).
-      Scores (confidence_scores): p(chosen token); top-1 minus top-2 probability; low entropy
-      first; uniform random. Ties: the leftmost position first.
-    - "ancestral": MDLM (mdlm_commit). Time runs from t=1 to 0 in equal steps; from t to s each
-      masked position is committed with probability (t - s) / t (the last step commits the rest).
-      A step that would change nothing is skipped: no pass is run or counted. `steps` may exceed
-      `length` (MDLM's T): most steps then change nothing, and passes approach `length`.
-    - threshold=tau (confidence strategies only): commit every masked position in the block with
-      confidence >= tau, and at least the scheduled k (Fast-dLLM). With steps = length the
-      schedule asks for one token per step, so passes adapt to the model's confidence;
-      `steps` is only an upper bound.
-    - remask=eta, the editor (ReMDM, unmasking.remdm_remask): before each pass every filled token
-      of the block is re-masked with probability sigma_t, remask_schedule "cap" (min(eta, s/(1-t)))
-      or "rescale" (eta * min(1, s/(1-t))), and the step commits as many more: with "ancestral" each
-      masked position is unmasked with probability ((1 - s) - (1 - sigma)(1 - t)) / t, with the
-      confidence strategies the k most confident plus one per re-masked token (at most as many
-      re-masked as the step can fill again: those with the smallest draws). Either way the masked
-      fraction stays on schedule, and the last step (s = 0) re-masks nothing.
-      remask_schedule="lowest-confidence" (confidence strategies only) is this course's stress
-      test instead (unmasking.remdm_conf_remask): after committing, re-mask round(eta * n) of the n
-      tokens the block had before this step, those least confident when committed, and commit
-      that many more in the next step; never in a block's last step.
-
-    Tokens are argmax at temperature 0, else sampled (float64) from the tempered softmax; the
-    confidence is always that of the untempered softmax. Returns the canvas (B, T0 + length);
-    with return_trace, (canvas, trace) where trace has one dict per forward pass: the canvas after
-    the step, boolean masks (B, T) of the positions committed / remasked / revised (re-committed
-    with a different token) in it, the confidence (probability when committed) of every filled
-    position (NaN where masked; +inf for the prompt), and the block and step indices.
+    Returns:
+        the canvas (B, T0 + length); with return_trace, (canvas, trace).
     """
-    if prompt is None:
-        prompt = torch.tensor([LANG.bos_id], dtype=torch.long)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be None or a torch.Generator, got {type(generator).__name__}")
-    length, steps, block_length, threshold, temperature, batch_size = _check_sample_args(
-        model, length, steps, prompt, strategy, block_length, threshold, temperature, batch_size
+    canvas, T0, steps, block_length, threshold, remask, temperature = _setup(
+        model, length, steps, prompt, strategy, block_length, threshold, remask, remask_schedule, temperature,
+        batch_size, generator,
+    )  # fmt: skip
+    stored_conf = torch.full(canvas.shape, float("inf"), dtype=torch.float64, device=canvas.device)  # (B, T)
+    last_token = torch.full_like(canvas, -1)  # (B, T) the token each position last held
+    positions, n_blocks, ancestral = (
+        torch.arange(canvas.size(1), device=canvas.device),
+        length // block_length,
+        not _ranks(strategy),
     )
-    remask = _check_remask(remask, remask_schedule, strategy)
-    remdm = remask is not None and remask_schedule != "lowest-confidence"  # ReMDM's own sigma_t
-    device = torch.device("cpu") if isinstance(model, ExactDenoiser) else next(model.parameters()).device
-    prompt = prompt.to(device).expand(batch_size, -1) if prompt.dim() == 1 else prompt.to(device)
-    T0, n_blocks, ancestral = prompt.size(1), length // block_length, strategy == "ancestral"
-    canvas = torch.cat([prompt, torch.full((batch_size, length), LANG.mask_id, device=device)], dim=1)  # (B, T)
-    stored_conf = torch.full(canvas.shape, float("inf"), dtype=torch.float64, device=device)  # (B, T)
-    last_token = torch.full(canvas.shape, -1, device=device)  # (B, T) previous committed value
-    positions = torch.arange(canvas.size(1), device=device)
-    steps_per_block = steps // n_blocks
-    trace = []
-
+    steps_per_block, trace = steps // n_blocks, []
     for b in range(n_blocks):
         in_block = (positions >= T0 + b * block_length) & (positions < T0 + (b + 1) * block_length)  # (T,)
         schedule = even_split(block_length, steps_per_block)
-        pending = torch.zeros(batch_size, dtype=torch.long, device=device)  # re-masked last step
+        pending = torch.zeros(canvas.size(0), dtype=torch.long, device=canvas.device)  # stress test's re-masked
         for j in range(steps_per_block):
             masked = (canvas == LANG.mask_id) & in_block  # (B, T)
             if not masked.any():
                 break  # threshold decoding can finish a block early
-            last_step = j == steps_per_block - 1
-            t, s = 1 - j / steps_per_block, 1 - (j + 1) / steps_per_block  # the block's time, 1 -> 0
-            remasked = torch.zeros_like(masked)
-            if ancestral or remdm:  # MDLM and ReMDM: the moves are drawn before the pass
-                remasked, sigma, u = _remdm_moves(canvas, masked, in_block, t, s, remask, remask_schedule, generator)
-            if remdm and not ancestral:  # re-mask at most what this step can fill again: k stays on schedule
-                room = (masked.sum(dim=1) - schedule[j] - pending).clamp_min(0)  # (B,)
-                remasked = top_counts((-u).masked_fill(~remasked, float("-inf")), torch.minimum(remasked.sum(1), room))
-            if ancestral:
-                commit = mdlm_commit(masked, u, t, s, sigma)
-                if not (commit.any() or remasked.any()):
-                    continue  # nothing would change: the pass is skipped, and not counted
+            last_step, t, s = j == steps_per_block - 1, 1 - j / steps_per_block, 1 - (j + 1) / steps_per_block
+            remasked, commit = _moves_before_pass(
+                canvas, masked, in_block, t, s, schedule[j], pending, remask, remask_schedule, ancestral, generator
+            )
+            if ancestral and not (commit.any() or remasked.any()):
+                continue  # nothing would change: the pass is skipped, and not counted
             logits = masked_logits(model, canvas)  # (B, T, V) one forward pass
             probs = torch.softmax(logits.double(), dim=-1)  # (B, T, V)
             chosen = choose_tokens(logits, temperature, generator)  # (B, T)
             chosen_conf = probs.gather(-1, chosen[..., None]).squeeze(-1)  # (B, T) p(chosen token)
-            if not ancestral:  # LLaDA, with Fast-dLLM's threshold
+            if not ancestral:  # a ranking rule, with Fast-dLLM's threshold: one more per token re-masked
                 scores = confidence_scores(probs, chosen, strategy, generator)  # (B, T)
-                k = schedule[j] + pending + remasked.sum(dim=1)  # (B,) one more per token ReMDM re-masks
-                commit = low_confidence_commit(scores, masked, k, chosen_conf, threshold, last_step)
+                k = schedule[j] + pending + remasked.sum(dim=1)  # (B,)
+                commit = commit_top_scores(scores, masked, k, chosen_conf, threshold, last_step)
             revised = commit & (last_token >= 0) & (last_token != chosen)
-            canvas = torch.where(commit, chosen, canvas)
-            stored_conf = torch.where(commit, chosen_conf, stored_conf)
+            canvas, stored_conf = torch.where(commit, chosen, canvas), torch.where(commit, chosen_conf, stored_conf)
             last_token = torch.where(commit, chosen, last_token)
-            if remask is not None and not remdm and not last_step:  # the course's stress test
+            if remask is not None and remask_schedule == "lowest-confidence" and not last_step:
                 remasked = remdm_conf_remask(canvas, in_block & ~commit, stored_conf, remask)
                 pending = remasked.sum(dim=1)
             canvas = canvas.masked_fill(remasked, LANG.mask_id)

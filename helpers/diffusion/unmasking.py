@@ -3,7 +3,7 @@
 helpers.diffusion.sampler.sample runs the loop; the rules of a single step live here, one function each,
 so that a notebook cell can show any of them and a test can pin it:
 
-- how many tokens a step commits (even_split, LLaDA) and which ones (low_confidence_commit:
+- how many tokens a step commits (even_split, LLaDA) and which ones (commit_top_scores:
   LLaDA's confidence order, with Fast-dLLM's threshold; mdlm_commit: MDLM's ancestral step);
 - which tokens already written are re-masked, the editor's move (ReMDM, Wang et al. 2025,
   arXiv:2503.00307): remdm_sigma gives the probability sigma_t of the paper's "cap" and
@@ -15,6 +15,9 @@ fraction of positions written), so a step from t to s < t has (1 - alpha_s) / al
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -32,19 +35,56 @@ def even_split(n_tokens: int, steps: int) -> list[int]:
     return [base + (j < extra) for j in range(steps)]
 
 
-def confidence_scores(probs: torch.Tensor, chosen: torch.Tensor, strategy: str, generator=None) -> torch.Tensor:
-    """How sure the model is at each position, higher = commit first. probs (B, T, V) float64,
-    chosen (B, T) the token each position would take. Returns (B, T) float64."""
-    if strategy == "confidence":  # LLaDA low_confidence: probability of the chosen token
-        return probs.gather(-1, chosen[..., None]).squeeze(-1)
-    if strategy == "margin":  # top-1 minus top-2 probability
-        top2 = probs.topk(2, dim=-1).values  # (B, T, 2)
-        return top2[..., 0] - top2[..., 1]
-    if strategy == "entropy":  # low entropy first
-        return (probs * probs.clamp_min(1e-300).log()).sum(-1)
-    if strategy == "random":
-        return torch.rand(chosen.shape, generator=generator, dtype=torch.float64, device=chosen.device)
-    raise ValueError(f"no confidence score for strategy {strategy!r}; use one of confidence, random, margin, entropy")
+def _chosen_probability(probs, chosen, generator):
+    return probs.gather(-1, chosen[..., None]).squeeze(-1)  # (B, T) LLaDA's low_confidence
+
+
+def _margin(probs, chosen, generator):
+    top2 = probs.topk(2, dim=-1).values  # (B, T, 2)
+    return top2[..., 0] - top2[..., 1]
+
+
+def _low_entropy(probs, chosen, generator):
+    return (probs * probs.clamp_min(1e-300).log()).sum(-1)  # (B, T) minus the entropy
+
+
+def _uniform(probs, chosen, generator):
+    return torch.rand(chosen.shape, generator=generator, dtype=torch.float64, device=chosen.device)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An unmasking rule: which masked positions a pass commits first. `score(probs, chosen,
+    generator)` gives (B, T), higher first; a rule without one draws which positions to commit
+    instead (MDLM's ancestral step, mdlm_commit)."""
+
+    name: str
+    score: Callable[[torch.Tensor, torch.Tensor, torch.Generator | None], torch.Tensor] | None
+    about: str  # one line, for the docs and the error messages
+
+
+# The one table of rules: the sampler's choices, its error messages and the sweeps read it. Order
+# matters only for printing.
+RULES: dict[str, Rule] = {
+    rule.name: rule
+    for rule in (
+        Rule("confidence", _chosen_probability, "the probability of the chosen token (LLaDA)"),
+        Rule("random", _uniform, "a uniform draw: random order"),
+        Rule("margin", _margin, "top-1 minus top-2 probability"),
+        Rule("entropy", _low_entropy, "low entropy first"),
+        Rule("ancestral", None, "MDLM: each masked position with probability (t - s) / t"),
+    )
+}
+RANKED = tuple(name for name, rule in RULES.items() if rule.score is not None)  # the rules that rank positions
+
+
+def confidence_scores(probs: torch.Tensor, chosen: torch.Tensor, rule: str, generator=None) -> torch.Tensor:
+    """How sure the model is at each position by a ranking rule of RULES, higher = commit first.
+    probs (B, T, V) float64, chosen (B, T) the token each position would take. Returns (B, T) float64."""
+    if rule not in RULES or RULES[rule].score is None:
+        ranked = ", ".join(name for name, entry in RULES.items() if entry.score is not None)
+        raise ValueError(f"no confidence score for rule {rule!r}; use one of {ranked}")
+    return RULES[rule].score(probs, chosen, generator)
 
 
 def choose_tokens(logits: torch.Tensor, temperature: float, generator=None) -> torch.Tensor:
@@ -64,10 +104,11 @@ def top_counts(scores: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     return (rank < counts[:, None]) & torch.isfinite(scores)
 
 
-def low_confidence_commit(scores, masked, k, confidence=None, threshold=None, last_step=False) -> torch.Tensor:
-    """LLaDA's low-confidence remasking (Nie et al. 2025, arXiv:2502.09992): of the
-    masked positions (B, T), commit the k (int or (B,)) with the highest scores and leave the rest
-    masked. k comes from even_split, per block in semi-autoregressive decoding. Ties: the leftmost.
+def commit_top_scores(scores, masked, k, confidence=None, threshold=None, last_step=False) -> torch.Tensor:
+    """Of the masked positions (B, T), commit the k (int or (B,)) with the highest scores and leave
+    the rest masked: what LLaDA calls low-confidence remasking (Nie et al. 2025, arXiv:2502.09992),
+    named here for what it commits. k comes from even_split, per block in semi-autoregressive
+    decoding. Ties: the leftmost.
 
     threshold=tau (Fast-dLLM, Wu et al. 2025, arXiv:2505.22618): commit every masked position whose
     confidence (p of its chosen token) is >= tau, and at least the k scheduled ones.

@@ -44,7 +44,7 @@ COURSE_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "tokens_per_step": ("helpers.diffusion.unmasking.even_split",),
     "commit_most_confident": (
         "helpers.diffusion.unmasking.top_counts",
-        "helpers.diffusion.unmasking.low_confidence_commit",
+        "helpers.diffusion.unmasking.commit_top_scores",
     ),
     "predicted_step_seconds": ("helpers.roofline.costs.predicted_time",),
     "crossover_width": (),

@@ -30,16 +30,16 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from helpers.common.validation import check_int, check_path
+from helpers.diffusion.unmasking import RANKED
 from helpers.quality.matched_quality import CHUNK, LENGTH, STRATEGIES, Run, Sweep, _concat, sweep_meta, sweep_run
 from helpers.quality.scores import DocumentScores, _p_too_long
 
 EXACT_SWEEP_JSON = Path(__file__).resolve().parents[2] / "data" / "exact_sweep.json"
-FURTHER = (4,)  # K added for the orders followed to 8 tokens per pass
+FURTHER = (4,)  # K added for the ranking rules (helpers.diffusion.unmasking.RANKED), followed to 8 tokens per pass
 LOST_BITS_RATES = (1, 2, 4, 8, 32)  # tokens per pass at which random order's lost bits are computed
 LOST_BITS_DOCS = 4096  # documents (one random order each) behind each of them
 EXACT_STRATEGIES = {
-    name: (kwargs, (FURTHER + grid) if name in ("random", "confidence", "entropy", "margin") else grid)
-    for name, (kwargs, grid) in STRATEGIES.items()
+    name: (kwargs, (FURTHER + grid) if name in RANKED else grid) for name, (kwargs, grid) in STRATEGIES.items()
 }
 _FIELDS = {"valid": np.uint8, "sentences": np.uint8, "padding": np.uint8, "passes": np.uint8,
            "first_bits": np.float32, "rest_bits": np.float32}  # fmt: skip

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from helpers.common.validation import check_int
+from helpers.common.validation import check_generator, check_int
 from helpers.decoding.ar import check_sampling_args
 from helpers.decoding.model import Transformer, count_passes
 from helpers.speculative.drafters import CausalDrafter, Drafter
@@ -146,6 +146,5 @@ def _check_args(target, draft, prompt, max_new_tokens, gamma, temperature, eos_i
     check_sampling_args(temperature, None, None)
     if eos_id is not None:
         check_int(eos_id, "eos_id (None: no early stop)", 0, target.config.vocab_size - 1)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be None or a torch.Generator, got {type(generator).__name__}")
+    check_generator(generator)
     return draft

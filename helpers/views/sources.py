@@ -13,7 +13,10 @@ from helpers.common.plotting import ACCENT_COLOR, AR_COLOR, DLLM_COLOR, TRUTH_CO
 from helpers.quality.error_sources import MEASURE_LABELS, Split, curve, three_way_split, truth, value
 from helpers.quality.matched_quality import Run, Sweep
 from helpers.quality.matching import MEASURES, Target, tokens_per_pass_at
-from helpers.views.sweep import ar_line  # noqa: F401 (section 5.3 prints the AR model's quality with its limits)
+from helpers.views.sweep import (
+    STYLE,
+    ar_line,  # noqa: F401 (section 5.3 prints the AR model's quality with its limits)
+)
 
 SAMPLERS = {  # sampler -> (short name, colour): the figure's orders, coloured as in the rest of notebook 03
     "random": ("random order", ACCENT_COLOR),
@@ -25,8 +28,8 @@ SAMPLERS = {  # sampler -> (short name, colour): the figure's orders, coloured a
 CORE_SAMPLERS = ("random", "confidence")  # section 5's figure in the core: the chain rule's order, and LLaDA's
 SPLIT_SAMPLERS = ("random", "confidence", "margin", "entropy", "threshold (Fast-dLLM)", "threshold, entropy order")
 SPLIT_RATES = (1.0, 2.0, 4.0)  # tokens per pass of the full split table
-SHORT = {"threshold (Fast-dLLM)": "threshold", "confidence, blocks of 8": "blocks of 8",
-         "ancestral (MDLM)": "MDLM", "threshold, entropy order": "threshold, entropy"}  # fmt: skip
+# Short names: the sweep figures' own (views.sweep.STYLE), and the one sampler those figures do not draw.
+SHORT = {name: label for name, (label, _, _) in STYLE.items()} | {"threshold, entropy order": "threshold, entropy"}
 ORDER_NAMES = {"random": "random order", "confidence": "confidence order", "entropy": "entropy order",
                "margin": "margin order", "threshold, entropy order": "threshold in entropy order"}  # fmt: skip
 LIMIT_ROWS = ("random", "confidence", "confidence, blocks of 8", "threshold (Fast-dLLM)", "ancestral (MDLM)",
