@@ -18,7 +18,7 @@ def trace_of_an_editor():
         ModelConfig(vocab_size=len(LANG.vocab), max_len=17, d_model=16, n_layer=1, n_head=2, causal=False)
     )
     generator = torch.Generator().manual_seed(0)
-    _, trace = sample(model, 16, 8, strategy="ancestral", remask=0.5, temperature=1.0, batch_size=2,
+    _, trace = sample(model, 16, 8, rule="ancestral", remask=0.5, temperature=1.0, batch_size=2,
                       generator=generator, return_trace=True)  # fmt: skip
     return trace
 

@@ -88,8 +88,8 @@ def test_mask_logit_is_never_predicted_or_sampled():
     logits[:, LANG.mask_id] = 50.0  # the model loves <mask>
     model = Constant(logits)
     assert torch.isneginf(masked_logits(model, torch.zeros(1, 32, dtype=torch.long))[..., LANG.mask_id]).all()
-    for strategy, temperature in [("confidence", 0.0), ("confidence", 1.0), ("ancestral", 1.0)]:
-        out = sample(model, 31, 8, strategy=strategy, temperature=temperature, batch_size=4)
+    for rule, temperature in [("confidence", 0.0), ("confidence", 1.0), ("ancestral", 1.0)]:
+        out = sample(model, 31, 8, rule=rule, temperature=temperature, batch_size=4)
         assert not (out == LANG.mask_id).any()
     loss = diffusion_loss(model, torch.from_numpy(LANG.sample_documents(2, 32, seed=0)))
     assert math.isfinite(loss.item())
@@ -101,16 +101,16 @@ def test_mask_logit_is_never_predicted_or_sampled():
         dict(steps=31),
         dict(steps=5),
         dict(steps=1),
-        dict(steps=8, strategy="random", temperature=1.0),
-        dict(steps=8, strategy="margin"),
-        dict(steps=8, strategy="entropy"),
-        dict(steps=10, strategy="ancestral", temperature=1.0),
+        dict(steps=8, rule="random", temperature=1.0),
+        dict(steps=8, rule="margin"),
+        dict(steps=8, rule="entropy"),
+        dict(steps=10, rule="ancestral", temperature=1.0),
         dict(steps=31, threshold=0.5),
         dict(steps=8, remask=0.2, remask_schedule="lowest-confidence"),
         dict(steps=8, temperature=1.0, remask=0.2),
         dict(steps=8, temperature=1.0, remask=0.5, remask_schedule="rescale", block_length=31),
-        dict(steps=10, strategy="ancestral", temperature=1.0, remask=0.3),
-        dict(steps=10, strategy="ancestral", temperature=1.0, remask=0.3, remask_schedule="rescale"),
+        dict(steps=10, rule="ancestral", temperature=1.0, remask=0.3),
+        dict(steps=10, rule="ancestral", temperature=1.0, remask=0.3, remask_schedule="rescale"),
     ],
 )
 def test_no_mask_left_at_the_end_and_prompt_kept(kwargs):
@@ -168,7 +168,7 @@ def test_remasking_actually_revises():
 def test_ancestral_remasking_revises_too():
     model = Crowd(a=10, b=11)
     generator = torch.Generator().manual_seed(1)
-    _, trace = sample(model, 16, 8, strategy="ancestral", remask=0.5, generator=generator, return_trace=True)
+    _, trace = sample(model, 16, 8, rule="ancestral", remask=0.5, generator=generator, return_trace=True)
     assert sum(int(step["revised"].sum()) for step in trace) > 0
 
 
@@ -184,7 +184,7 @@ def test_passes_are_steps_whatever_the_canvas(length, steps):
 def test_ancestral_passes_are_at_most_steps():
     model = tiny()
     with count_passes(model) as passes:
-        sample(model, 31, 31, strategy="ancestral", temperature=1.0, generator=torch.Generator().manual_seed(0))
+        sample(model, 31, 31, rule="ancestral", temperature=1.0, generator=torch.Generator().manual_seed(0))
     assert 1 <= passes.n <= 31
 
 
@@ -215,14 +215,14 @@ def test_nelbo_is_an_upper_bound_near_the_training_loss():
         (dict(prompt=torch.ones(40, dtype=torch.long)), "exceeds the model's max_len"),
         (dict(length=32), "exceeds the model's max_len"),
         (dict(length=0), "length"),
-        (dict(strategy="best"), "strategy must be one of"),
+        (dict(rule="best"), "rule must be one of"),
         (dict(remask=1.0), "remask"),
         (dict(temperature=-1), "temperature"),
         (dict(batch_size=0), "batch_size"),
         (dict(prompt=torch.ones(2, 1, dtype=torch.long), batch_size=3), "rows"),
         (dict(prompt=torch.ones(1)), "int64"),
         # each row below was accepted silently, or failed with a TypeError / IndexError, before
-        (dict(strategy="ancestral", threshold=0.5), r"threshold applies to the strategies .* not to 'ancestral'"),
+        (dict(rule="ancestral", threshold=0.5), r"threshold applies to the ranking rules .* not to 'ancestral'"),
         (dict(prompt=torch.tensor([LANG.bos_id, LANG.mask_id])), r"prompt must not contain <mask> \(id 2\)"),
         (dict(prompt=torch.tensor([LANG.bos_id, V])), rf"prompt token ids must be in \[0, {V}\).*got {V}"),
         (dict(prompt=torch.tensor([LANG.bos_id, -1])), rf"prompt token ids must be in \[0, {V}\).*got -1"),
@@ -238,7 +238,7 @@ def test_nelbo_is_an_upper_bound_near_the_training_loss():
         (dict(threshold=float("nan")), r"threshold .* must be a number in \(0, 1\], got nan"),
         (dict(remask=float("nan")), r"remask \(None or ReMDM's eta\) must be a number in \(0, 1\), got nan"),
         (dict(remask=True), r"remask .* must be a number in \(0, 1\), got True"),
-        (dict(strategy=["confidence"]), "strategy must be one of"),
+        (dict(rule=["confidence"]), "rule must be one of"),
         (dict(prompt=[LANG.bos_id]), "prompt must be None or an int64 torch.Tensor"),
         (dict(prompt=torch.ones(0, dtype=torch.long)), "T0 >= 1"),
         (dict(generator=0), "generator must be None or a torch.Generator, got int"),
@@ -368,26 +368,26 @@ ROWS = [  # confidence p(top1), margin p1 - p2, entropy (nats)
 
 
 @pytest.mark.parametrize(
-    "strategy, order",
+    "rule, order",
     [("confidence", [1, 4, 2, 3]), ("margin", [2, 4, 3, 1]), ("entropy", [1, 4, 3, 2])],
 )
-def test_each_strategy_commits_in_its_own_order(strategy, order):
-    _, trace = sample(Constant(constant_logits(ROWS, 4)), 4, 4, strategy=strategy, return_trace=True)
+def test_each_rule_commits_in_its_own_order(rule, order):
+    _, trace = sample(Constant(constant_logits(ROWS, 4)), 4, 4, rule=rule, return_trace=True)
     assert commit_order(trace) == [[pos] for pos in order]
 
 
 def test_ties_go_to_the_leftmost_position():
-    for strategy in ("confidence", "margin", "entropy"):
-        _, trace = sample(Constant(torch.zeros(9, V)), 8, 4, strategy=strategy, return_trace=True)
+    for rule in ("confidence", "margin", "entropy"):
+        _, trace = sample(Constant(torch.zeros(9, V)), 8, 4, rule=rule, return_trace=True)
         assert commit_order(trace) == [[1, 2], [3, 4], [5, 6], [7, 8]]
 
 
-def test_random_strategy_ranks_by_fresh_uniform_draws():
+def test_random_rule_ranks_by_fresh_uniform_draws():
     _, trace = sample(
         Constant(constant_logits(ROWS * 2, 8)),
         8,
         4,
-        strategy="random",
+        rule="random",
         generator=torch.Generator().manual_seed(3),
         batch_size=2,
         return_trace=True,
@@ -448,7 +448,7 @@ def test_ancestral_steps_follow_mdlm_and_remdm_cap(B, n, K, remask):
             model,
             n,
             K,
-            strategy="ancestral",
+            rule="ancestral",
             remask=remask,
             batch_size=B,
             generator=torch.Generator().manual_seed(5),
@@ -586,9 +586,9 @@ def test_confidence_order_with_remdm_remasks_with_sigma_and_commits_as_many_more
     assert remasked_total > 0 and not trace[-1]["remasked"].any()
 
 
-def test_the_course_s_stress_test_needs_a_confidence_strategy():
+def test_the_course_s_stress_test_needs_a_ranking_rule():
     with pytest.raises(ValueError, match="'lowest-confidence' needs a ranking rule"):
-        sample(tiny(), 8, 8, strategy="ancestral", remask=0.25, remask_schedule="lowest-confidence")
+        sample(tiny(), 8, 8, rule="ancestral", remask=0.25, remask_schedule="lowest-confidence")
     with pytest.raises(ValueError, match=r"remask_schedule must be one of \('cap', 'rescale', 'lowest-confidence'\)"):
         sample(tiny(), 8, 8, remask=0.25, remask_schedule="loop")
 
@@ -621,9 +621,9 @@ def test_a_rule_is_one_entry_of_the_table(monkeypatch):
 
     rule = unmasking.Rule("rightmost", rightmost_first, "the rightmost masked position first")
     monkeypatch.setitem(unmasking.RULES, "rightmost", rule)
-    canvas, trace = sample(ExactDenoiser(), 8, 8, strategy="rightmost", return_trace=True)
+    canvas, trace = sample(ExactDenoiser(), 8, 8, rule="rightmost", return_trace=True)
     first = trace[0]["committed"][0].nonzero().flatten().tolist()
     assert first == [8] and (canvas != LANG.mask_id).all()  # the last position of the canvas went first
-    sample(ExactDenoiser(), 8, 8, strategy="rightmost", threshold=0.9)
+    sample(ExactDenoiser(), 8, 8, rule="rightmost", threshold=0.9)
     with pytest.raises(ValueError, match="rightmost"):
-        sample(ExactDenoiser(), 8, 8, strategy="nearest")
+        sample(ExactDenoiser(), 8, 8, rule="nearest")

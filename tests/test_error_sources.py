@@ -24,7 +24,7 @@ from helpers.quality.error_sources import (
     value,
     value_at,
 )
-from helpers.quality.exact_sweep import EXACT_STRATEGIES, compact, exact_run, expand, load_exact_sweep
+from helpers.quality.exact_sweep import EXACT_SAMPLERS, compact, exact_run, expand, load_exact_sweep
 from helpers.quality.matched_quality import Run, Sweep, load_sweep
 from helpers.quality.matching import MEASURES, target_from, tokens_per_pass_at
 from helpers.quality.scores import exact_documents
@@ -38,9 +38,9 @@ def sweeps():
 
 def test_the_shipped_exact_sweep_covers_every_setting(sweeps):
     exact, _ = sweeps
-    assert set(exact.runs) == set(EXACT_STRATEGIES)
+    assert set(exact.runs) == set(EXACT_SAMPLERS)
     for name, runs in exact.runs.items():
-        assert [r.setting for r in runs] == list(EXACT_STRATEGIES[name][1])
+        assert [r.setting for r in runs] == list(EXACT_SAMPLERS[name][1])
         assert all(r.n == 1024 and r.docs is None for r in runs)
     assert (
         exact.meta["documents_per_setting"] == 1024 and exact.meta["command"] == "python -m helpers.quality.exact_sweep"
@@ -165,7 +165,7 @@ def test_value_at_interpolates_between_settings(sweeps):
     assert min(low, high) < value_at(runs, 2.3, "validity")[0] < max(low, high)
     assert all(math.isnan(v) for v in value_at(runs, 0.5, "validity"))
     threshold = curve(sweeps[0], "threshold (Fast-dLLM)")
-    assert threshold[0].strategy == "confidence" and threshold[0].setting == 32  # tau -> 1
+    assert threshold[0].sampler == "confidence" and threshold[0].setting == 32  # tau -> 1
     with pytest.raises(ValueError, match="sampler must be one of"):
         curve(sweeps[0], "greedy")
     with pytest.raises(ValueError, match="measure must be one of"):

@@ -170,7 +170,7 @@ def test_the_document_posteriors_agree_with_the_exact_next_token_and_marginals()
 def test_random_order_at_one_token_per_pass_is_exact():
     """The chain rule in a random order: every document valid, and the language's own length and
     within-sentence gap, within sampling noise (3 standard errors)."""
-    docs = sample(ExactDenoiser(), 32, 32, strategy="random", temperature=1.0, batch_size=384,
+    docs = sample(ExactDenoiser(), 32, 32, rule="random", temperature=1.0, batch_size=384,
                   generator=torch.Generator().manual_seed(0))  # fmt: skip
     q, exact = measure(score_documents(docs)), exact_documents(33)
     assert q.validity[0] == 1.0
@@ -190,7 +190,7 @@ def test_with_exact_conditionals_the_bound_is_tight():
 
 def test_samplers_take_the_exact_denoiser_and_name_what_is_allowed():
     d = ExactDenoiser()
-    for kwargs in (dict(strategy="ancestral", remask=0.4), dict(threshold=0.9), dict(block_length=8)):
+    for kwargs in (dict(rule="ancestral", remask=0.4), dict(threshold=0.9), dict(block_length=8)):
         docs = sample(d, 32, 8, temperature=1.0, batch_size=4, generator=torch.Generator().manual_seed(1), **kwargs)
         assert docs.shape == (4, 33)
     with pytest.raises(

@@ -9,7 +9,7 @@ from helpers.quality.matched_quality import (
     AR_SETTINGS,
     LENGTH,
     REMDM_ETAS,
-    STRATEGIES,
+    SAMPLERS,
     Run,
     _pack,
     _run_from_json,
@@ -26,9 +26,9 @@ def sweep():
     return load_sweep()
 
 
-def test_the_shipped_sweep_covers_every_strategy_and_ar_setting(sweep):
-    assert set(sweep.runs) == set(STRATEGIES) and set(sweep.ar_runs) == set(AR_SETTINGS)
-    for table, runs in ((STRATEGIES, sweep.runs), (AR_SETTINGS, sweep.ar_runs)):
+def test_the_shipped_sweep_covers_every_sampler_and_ar_setting(sweep):
+    assert set(sweep.runs) == set(SAMPLERS) and set(sweep.ar_runs) == set(AR_SETTINGS)
+    for table, runs in ((SAMPLERS, sweep.runs), (AR_SETTINGS, sweep.ar_runs)):
         for name, settings in runs.items():
             assert [r.setting for r in settings] == list(table[name][1])
             assert all(r.n == sweep.meta["documents_per_setting"] == 1024 for r in settings)
@@ -36,7 +36,7 @@ def test_the_shipped_sweep_covers_every_strategy_and_ar_setting(sweep):
     assert all(r.log2_q is None for runs in sweep.runs.values() for r in runs)
     assert sweep.ar.tokens_per_pass == 1.0 and sweep.ar.validity > 0.97 and sweep.ar.setting == 1.0
     assert sweep.meta["remdm_eta_sources"]["cap 0.008"].startswith("ReMDM's scripts/remdm-cap.sh")
-    assert len(REMDM_ETAS) == 4 and sum(name.count("ReMDM") for name in STRATEGIES) == 8
+    assert len(REMDM_ETAS) == 4 and sum(name.count("ReMDM") for name in SAMPLERS) == 8
     with pytest.raises(ValueError, match="rebuild it with"):
         load_sweep("/nonexistent.json")
 
@@ -80,11 +80,11 @@ def test_packing_round_trips():
 def test_sweep_run_ar_run_and_load_sweep_name_what_is_allowed():
     with pytest.raises(ValueError, match="setting for 'confidence' must be one of"):
         sweep_run(None, "confidence", 7, chunk=0)
-    with pytest.raises(ValueError, match="strategy must be one of"):
+    with pytest.raises(ValueError, match="sampler must be one of"):
         sweep_run(None, "greedy", 8, chunk=0)
-    with pytest.raises(ValueError, match="strategy must be one of"):
+    with pytest.raises(ValueError, match="sampler must be one of"):
         sweep_run(None, ["confidence"], 8, 0)
-    with pytest.raises(ValueError, match="strategy must be one of"):
+    with pytest.raises(ValueError, match="sampler must be one of"):
         ar_run(None, "confidence", 8, 0)
     with pytest.raises(ValueError, match=r"setting for 'AR' must be one of \(0.5, 0.7, 0.85, 1.0\)"):
         ar_run(None, "AR", 0.3, 0)

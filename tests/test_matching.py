@@ -24,12 +24,12 @@ SCORES = score_documents(TRUTH)
 BITS = np.nansum(SCORES.sentence_bits, axis=1) / SCORES.sentences  # mean bits per sentence of each document
 
 
-def run_of(docs, tokens_per_pass, setting=0.0, strategy="fake"):
-    return Run(strategy, setting, docs, np.full(len(docs), round(32 / tokens_per_pass)))
+def run_of(docs, tokens_per_pass, setting=0.0, sampler="fake"):
+    return Run(sampler, setting, docs, np.full(len(docs), round(32 / tokens_per_pass)))
 
 
 def reference():
-    return run_of(TRUTH[:1024], 1.0, strategy="AR")
+    return run_of(TRUTH[:1024], 1.0, sampler="AR")
 
 
 def shorter():
@@ -151,7 +151,7 @@ def test_a_setting_closer_to_the_language_than_the_ar_model_is_never_penalised()
     the language itself matches on every measure, and a setting as far from the language as the
     bar, on the other side, matches too; one further out does not."""
     short_and_likely = np.concatenate([shorter()[:300], likelier()[:724]])  # fewer sentences, likelier ones
-    bar = run_of(short_and_likely, 1.0, strategy="AR")
+    bar = run_of(short_and_likely, 1.0, sampler="AR")
     target = target_from(bar)
     bar_q = bar.quality
     assert bar_q.sentences[0] < language_value("length") - 3 * target.length_tolerance

@@ -20,7 +20,7 @@ def sweep():
     return load_sweep()
 
 
-def test_the_tables_show_every_strategy_and_the_reference(sweep):
+def test_the_tables_show_every_sampler_and_the_reference(sweep):
     exact = exact_documents(33)
     validity = views.validity_table(sweep)
     assert "99.8 ± 0.1" in validity and "tau = 0.5 :  1.29 tokens per pass" in validity and validity.count("\n") > 15
@@ -36,7 +36,7 @@ def test_the_tables_show_every_strategy_and_the_reference(sweep):
     assert "0.708" in views.first_word_table(sweep) and "KL" in views.entropy_bound_table(sweep)
 
 
-def test_the_figures_draw_every_strategy(sweep):
+def test_the_figures_draw_every_sampler(sweep):
     target = target_from(sweep.ar)
     fig, ax = plt.subplots()
     views.draw_validity(ax, sweep, target)
@@ -59,7 +59,7 @@ def test_the_figures_draw_every_strategy(sweep):
     fig = views.draw_eos_per_pass({"confidence": np.ones(32)}, 3.45)
     assert fig.axes[0].lines[0].get_ydata()[-1] == 32
     plt.close("all")
-    with pytest.raises(ValueError, match="eos must map strategy names"):
+    with pytest.raises(ValueError, match="eos must map sampler names"):
         views.draw_eos_per_pass({"greedy": np.ones(3)}, 3.45)
     with pytest.raises(ValueError, match="sweep must be a helpers.quality.matched_quality.Sweep"):
         views.validity_table("sweep")
@@ -81,9 +81,9 @@ def test_the_editor_tables_compare_at_equal_k_and_at_equal_passes(sweep):
     headline = editor.editor_headline(sweep).splitlines()  # section 6: the same K = 16 numbers, trained model only
     assert headline[1].split()[-2:] == ["20.7", "14.0"] and headline[2].split()[-2:] == ["35.8", "15.7"]
     assert headline[4].split()[-2:] == ["55.4", "16.0"] and len(headline) == 5
-    with pytest.raises(ValueError, match="base and editors must be strategies"):
+    with pytest.raises(ValueError, match="base and editors must be samplers"):
         editor.editor_table(sweep, "greedy", editors)
-    with pytest.raises(ValueError, match="base and editors must be strategies"):
+    with pytest.raises(ValueError, match="base and editors must be samplers"):
         editor.equal_passes_table(sweep, ["greedy"])
 
 
@@ -101,7 +101,7 @@ def test_a_repair_is_found_and_drawn():
     from helpers.decoding.checkpoints import load_pretrained
     from helpers.diffusion.sampler import sample
 
-    settings = dict(strategy="ancestral", remask=0.4, remask_schedule="cap", temperature=1.0, batch_size=64)
+    settings = dict(rule="ancestral", remask=0.4, remask_schedule="cap", temperature=1.0, batch_size=64)
     edited, trace = sample(
         load_pretrained("mdlm"), 32, 16, generator=torch.Generator().manual_seed(0), return_trace=True, **settings
     )

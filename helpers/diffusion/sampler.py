@@ -125,9 +125,9 @@ def nelbo(model: Transformer, x0: torch.Tensor, draws: int = 128, generator=None
 
 
 # ---------------------------------------------------------------------------------- sampling
-def _ranks(strategy: str) -> bool:
+def _ranks(rule: str) -> bool:
     """Whether a rule of RULES ranks positions by a score (else it draws them: MDLM's ancestral step)."""
-    return RULES[strategy].score is not None
+    return RULES[rule].score is not None
 
 
 def _remdm_moves(canvas, masked, in_block, t, s, remask, schedule, generator):
@@ -160,17 +160,17 @@ def _check_prompt(prompt, batch: int, vocab_size: int) -> None:
         )
 
 
-def _check_remask(remask, schedule, strategy) -> float | None:
+def _check_remask(remask, schedule, rule) -> float | None:
     if not isinstance(schedule, str) or schedule not in REMASK_SCHEDULES:
         raise ValueError(f"remask_schedule must be one of {REMASK_SCHEDULES}, got {schedule!r}")
     if remask is None:
         return None
-    if schedule == "lowest-confidence" and not _ranks(strategy):
-        raise ValueError(f"remask_schedule='lowest-confidence' needs a ranking rule, not {strategy!r}")
+    if schedule == "lowest-confidence" and not _ranks(rule):
+        raise ValueError(f"remask_schedule='lowest-confidence' needs a ranking rule, not {rule!r}")
     return check_fraction(remask, "remask (None or ReMDM's eta)", allow_one=False)
 
 
-def _check_sample_args(model, length, steps, prompt, strategy, block_length, threshold, temperature, batch):
+def _check_sample_args(model, length, steps, prompt, rule, block_length, threshold, temperature, batch):
     """The checked arguments: (length, steps, block_length, threshold, temperature, batch)."""
     _check_model(model)
     length = check_int(length, "length (tokens to generate)", 1)
@@ -180,18 +180,18 @@ def _check_sample_args(model, length, steps, prompt, strategy, block_length, thr
         raise ValueError(
             f"prompt ({prompt.size(-1)}) + length ({length}) exceeds the model's max_len ({model.config.max_len})"
         )
-    if not isinstance(strategy, str) or strategy not in RULES:
-        raise ValueError(f"strategy must be one of {tuple(RULES)}, got {strategy!r}")
+    if not isinstance(rule, str) or rule not in RULES:
+        raise ValueError(f"rule must be one of {tuple(RULES)}, got {rule!r}")
     block_length = length if block_length is None else check_int(block_length, "block_length", 1)
     if length % block_length:
         raise ValueError(f"block_length must be an int that divides length ({length}), got {block_length!r}")
     if threshold is not None:
         threshold = check_fraction(threshold, "threshold (None or Fast-dLLM's tau)")
-        if not _ranks(strategy):
+        if not _ranks(rule):
             ranked = tuple(name for name in RULES if _ranks(name))
-            raise ValueError(f"threshold applies to the strategies {ranked}, not to {strategy!r}")
+            raise ValueError(f"threshold applies to the ranking rules {ranked}, not to {rule!r}")
     steps = check_int(steps, "steps", 1)
-    if threshold is None and steps > length and _ranks(strategy):
+    if threshold is None and steps > length and _ranks(rule):
         raise ValueError(f"steps ({steps}) must be <= length ({length}): each step commits at least one token")
     if steps % (length // block_length):
         raise ValueError(f"steps ({steps}) must be a multiple of the number of blocks ({length // block_length})")
@@ -212,15 +212,15 @@ def _trace_step(canvas, commit, remasked, revised, stored_conf, block, step) -> 
     )
 
 
-def _setup(model, length, steps, prompt, strategy, block_length, threshold, remask, remask_schedule,
+def _setup(model, length, steps, prompt, rule, block_length, threshold, remask, remask_schedule,
            temperature, batch_size, generator):  # fmt: skip
     """The checked arguments, and the canvas (B, T0 + length): the prompt, then <mask>."""
     prompt = torch.tensor([LANG.bos_id], dtype=torch.long) if prompt is None else prompt
     check_generator(generator)
     length, steps, block_length, threshold, temperature, batch_size = _check_sample_args(
-        model, length, steps, prompt, strategy, block_length, threshold, temperature, batch_size
+        model, length, steps, prompt, rule, block_length, threshold, temperature, batch_size
     )
-    remask = _check_remask(remask, remask_schedule, strategy)
+    remask = _check_remask(remask, remask_schedule, rule)
     device = torch.device("cpu") if isinstance(model, ExactDenoiser) else next(model.parameters()).device
     prompt = prompt.to(device).expand(batch_size, -1) if prompt.dim() == 1 else prompt.to(device)
     canvas = torch.cat([prompt, torch.full((batch_size, length), LANG.mask_id, device=device)], dim=1)  # (B, T)
@@ -250,7 +250,7 @@ def sample(
     steps: int,
     *,
     prompt: torch.Tensor | None = None,
-    strategy: str = "confidence",
+    rule: str = "confidence",
     block_length: int | None = None,
     threshold: float | None = None,
     remask: float | None = None,
@@ -272,7 +272,7 @@ def sample(
             step); with "ancestral", MDLM's T, which may exceed `length`: a step that would change
             nothing is skipped, no pass run or counted.
         prompt: int64 (T0,) or (B, T0), without <mask>; default: <bos>.
-        strategy: the unmasking rule, a name of RULES. A ranking rule ("confidence", "random",
+        rule: the unmasking rule, a name of RULES. A ranking rule ("confidence", "random",
             "margin", "entropy") commits the k best-scored masked positions of the block
             (commit_top_scores; ties: the leftmost). "ancestral" is MDLM's step: from t to s each
             masked position with probability (t - s) / t, the last step everything left.
@@ -299,7 +299,7 @@ def sample(
         the canvas (B, T0 + length); with return_trace, (canvas, trace).
     """
     canvas, T0, steps, block_length, threshold, remask, temperature = _setup(
-        model, length, steps, prompt, strategy, block_length, threshold, remask, remask_schedule, temperature,
+        model, length, steps, prompt, rule, block_length, threshold, remask, remask_schedule, temperature,
         batch_size, generator,
     )  # fmt: skip
     stored_conf = torch.full(canvas.shape, float("inf"), dtype=torch.float64, device=canvas.device)  # (B, T)
@@ -307,7 +307,7 @@ def sample(
     positions, n_blocks, ancestral = (
         torch.arange(canvas.size(1), device=canvas.device),
         length // block_length,
-        not _ranks(strategy),
+        not _ranks(rule),
     )
     steps_per_block, trace = steps // n_blocks, []
     for b in range(n_blocks):
@@ -329,7 +329,7 @@ def sample(
             chosen = choose_tokens(logits, temperature, generator)  # (B, T)
             chosen_conf = probs.gather(-1, chosen[..., None]).squeeze(-1)  # (B, T) p(chosen token)
             if not ancestral:  # a ranking rule, with Fast-dLLM's threshold: one more per token re-masked
-                scores = confidence_scores(probs, chosen, strategy, generator)  # (B, T)
+                scores = confidence_scores(probs, chosen, rule, generator)  # (B, T)
                 k = schedule[j] + pending + remasked.sum(dim=1)  # (B,)
                 commit = commit_top_scores(scores, masked, k, chosen_conf, threshold, last_step)
             revised = commit & (last_token >= 0) & (last_token != chosen)

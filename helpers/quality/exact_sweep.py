@@ -5,7 +5,7 @@ with the same settings and the same seeds, run on helpers.diffusion.exact_denois
 language's exact conditionals. What these documents get wrong is the sampler's fault alone; the
 difference from the trained model's documents, at the same setting, is the model's.
 
-The grid is helpers.quality.matched_quality.STRATEGIES, plus K = 4 (8 tokens per pass) for the orders
+The grid is helpers.quality.matched_quality.SAMPLERS, plus K = 4 (8 tokens per pass) for the orders
 that notebook 03 follows furthest, and random order's price in bits (meta["lost_bits"]: the
 fixed-order KL averaged over orders, helpers.quality.error_sources.order_averaged_kl, on 4096 documents,
 with the one-pass estimate's calibration over 100 more samples in meta["one_pass_calibration"]).
@@ -31,15 +31,15 @@ from tqdm.auto import tqdm
 
 from helpers.common.validation import check_int, check_path
 from helpers.diffusion.unmasking import RANKED
-from helpers.quality.matched_quality import CHUNK, LENGTH, STRATEGIES, Run, Sweep, _concat, sweep_meta, sweep_run
+from helpers.quality.matched_quality import CHUNK, LENGTH, SAMPLERS, Run, Sweep, _concat, sweep_meta, sweep_run
 from helpers.quality.scores import DocumentScores, _p_too_long
 
 EXACT_SWEEP_JSON = Path(__file__).resolve().parents[2] / "data" / "exact_sweep.json"
 FURTHER = (4,)  # K added for the ranking rules (helpers.diffusion.unmasking.RANKED), followed to 8 tokens per pass
 LOST_BITS_RATES = (1, 2, 4, 8, 32)  # tokens per pass at which random order's lost bits are computed
 LOST_BITS_DOCS = 4096  # documents (one random order each) behind each of them
-EXACT_STRATEGIES = {
-    name: (kwargs, (FURTHER + grid) if name in RANKED else grid) for name, (kwargs, grid) in STRATEGIES.items()
+EXACT_SAMPLERS = {
+    name: (kwargs, (FURTHER + grid) if name in RANKED else grid) for name, (kwargs, grid) in SAMPLERS.items()
 }
 _FIELDS = {"valid": np.uint8, "sentences": np.uint8, "padding": np.uint8, "passes": np.uint8,
            "first_bits": np.float32, "rest_bits": np.float32}  # fmt: skip
@@ -60,7 +60,8 @@ def compact(run: Run) -> dict:
     fields = {"valid": s.valid, "sentences": s.sentences, "padding": s.padding, "passes": run.passes,
               "first_bits": bits[:, 0], "rest_bits": bits[:, 1:].sum(axis=1)}  # fmt: skip
     packed = {name: _pack(fields[name], dtype) for name, dtype in _FIELDS.items()}
-    return {"strategy": run.strategy, "setting": run.setting, "n": run.n, **packed}
+    # the shipped files' key for the sampler's name is "strategy", the name it had when they were built
+    return {"strategy": run.sampler, "setting": run.setting, "n": run.n, **packed}
 
 
 def expand(d: dict) -> Run:
@@ -92,11 +93,11 @@ def load_exact_sweep(path: str | Path | None = None) -> Sweep:
     return Sweep(runs, {}, data["meta"])
 
 
-def exact_run(strategy: str, setting: float, chunk: int, n_docs: int = CHUNK) -> Run:
+def exact_run(sampler: str, setting: float, chunk: int, n_docs: int = CHUNK) -> Run:
     """Chunk `chunk` of one setting on the exact denoiser (seed `chunk`, as the shipped file)."""
     from helpers.diffusion.exact_denoiser import ExactDenoiser
 
-    return sweep_run(ExactDenoiser(), strategy, setting, chunk, n_docs, table=EXACT_STRATEGIES)
+    return sweep_run(ExactDenoiser(), sampler, setting, chunk, n_docs, table=EXACT_SAMPLERS)
 
 
 def lost_bits(n_docs: int = LOST_BITS_DOCS, rates=LOST_BITS_RATES) -> dict:
@@ -115,10 +116,10 @@ def lost_bits(n_docs: int = LOST_BITS_DOCS, rates=LOST_BITS_RATES) -> dict:
 
 
 def build_exact_sweep(chunks: int = 8, progress: bool = True) -> dict:
-    """Every setting of EXACT_STRATEGIES, `chunks` chunks of CHUNK documents each: the JSON-ready
+    """Every setting of EXACT_SAMPLERS, `chunks` chunks of CHUNK documents each: the JSON-ready
     dict load_exact_sweep reads."""
     chunks = check_int(chunks, "chunks", 1)
-    grid = [(name, setting) for name, (_, settings) in EXACT_STRATEGIES.items() for setting in settings]
+    grid = [(name, setting) for name, (_, settings) in EXACT_SAMPLERS.items() for setting in settings]
     start, runs = time.perf_counter(), []
     for name, setting in tqdm(grid, desc="exact sweep", unit="setting", disable=not progress):
         runs.append(_concat([exact_run(name, setting, c) for c in range(chunks)]))

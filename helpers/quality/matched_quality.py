@@ -41,9 +41,9 @@ from helpers.quality.scores import DocumentScores, Quality, measure, score_docum
 MATCHED_QUALITY_JSON = Path(__file__).resolve().parents[2] / "data" / "matched_quality.json"
 LENGTH = 32  # positions to fill: the course canvas is <bos> + 32
 CHUNK = 128  # documents per seeded chunk
-BUDGETS = (8, 12, 16, 20, 24, 28, 32)  # K for the fixed-budget strategies: 4 to 1 tokens per pass
+BUDGETS = (8, 12, 16, 20, 24, 28, 32)  # K for the fixed-budget samplers: 4 to 1 tokens per pass
 ANCESTRAL_EXTRA = (48, 64, 128)  # MDLM skips steps that change nothing: K > 32 reaches fewer tokens per pass
-THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.7, 0.9)  # tau for the threshold strategies
+THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.7, 0.9)  # tau for the threshold samplers
 REMDM_ETAS = {  # (schedule, eta) -> where eta comes from
     ("cap", 0.008): "ReMDM's scripts/remdm-cap.sh (1024 steps over 1024 tokens)",
     ("rescale", 0.015): "ReMDM's scripts/remdm-rescale.sh (1024 steps over 1024 tokens)",
@@ -57,18 +57,18 @@ STRESS_TEST = "stress test: re-mask the 25 % least sure"  # the course's own sch
 # `python -m helpers.quality.matched_quality` (30 to 50 minutes) and `python -m helpers.quality.exact_sweep` (about 30),
 # then notebooks 03, 05 and 06 re-executed, since every table that lists the rules, and "the best of"
 # them, changes.
-STRATEGIES = {
+SAMPLERS = {
     "confidence": ({}, BUDGETS),
-    "random": ({"strategy": "random"}, BUDGETS),
+    "random": ({"rule": "random"}, BUDGETS),
     "confidence, blocks of 8": ({"block_length": 8}, BUDGETS),
     "threshold (Fast-dLLM)": ({}, THRESHOLDS),
-    "ancestral (MDLM)": ({"strategy": "ancestral"}, BUDGETS + ANCESTRAL_EXTRA),
-    "entropy": ({"strategy": "entropy"}, BUDGETS),  # the order depends on the distribution, not on the draw
-    "margin": ({"strategy": "margin"}, BUDGETS),  # top-1 minus top-2 probability: also ranked before the draw
-    "threshold, entropy order": ({"strategy": "entropy"}, THRESHOLDS),
+    "ancestral (MDLM)": ({"rule": "ancestral"}, BUDGETS + ANCESTRAL_EXTRA),
+    "entropy": ({"rule": "entropy"}, BUDGETS),  # the order depends on the distribution, not on the draw
+    "margin": ({"rule": "margin"}, BUDGETS),  # top-1 minus top-2 probability: also ranked before the draw
+    "threshold, entropy order": ({"rule": "entropy"}, THRESHOLDS),
     **{
         f"{base} + ReMDM-{schedule} {eta}": (extra | {"remask": eta, "remask_schedule": schedule}, BUDGETS)
-        for base, extra in (("MDLM", {"strategy": "ancestral"}), ("confidence", {}))
+        for base, extra in (("MDLM", {"rule": "ancestral"}), ("confidence", {}))
         for schedule, eta in REMDM_ETAS
     },
     STRESS_TEST: ({"remask": 0.25, "remask_schedule": "lowest-confidence"}, BUDGETS),
@@ -83,16 +83,16 @@ AR_SETTINGS = {  # name -> the keyword of helpers.decoding.ar.generate it varies
 class Run:
     """One sampler setting: its documents, and what they cost in passes."""
 
-    strategy: str  # a key of STRATEGIES or AR_SETTINGS
+    sampler: str  # a key of SAMPLERS or AR_SETTINGS
     setting: float  # K passes, the threshold tau, the temperature or top-p
     docs: np.ndarray | None  # (n, 1 + LENGTH) token ids; None where only the scores are kept
     passes: np.ndarray  # (n,) int: passes that committed at least one token of this document
     log2_q: np.ndarray | None = None  # (n,) log2 Q(x) under the sampler, where computable (AR)
 
     @classmethod
-    def from_scores(cls, strategy: str, setting: float, scores: DocumentScores, passes: np.ndarray) -> Run:
+    def from_scores(cls, sampler: str, setting: float, scores: DocumentScores, passes: np.ndarray) -> Run:
         """A run kept as its documents' scores only (helpers.quality.exact_sweep stores no documents)."""
-        run = cls(strategy, setting, None, passes)
+        run = cls(sampler, setting, None, passes)
         run.__dict__["scores"] = scores  # what the cached property would have computed
         return run
 
@@ -132,16 +132,16 @@ class Run:
             s = self.scores
             picked = DocumentScores(s.valid[rows], s.sentences[rows], s.padding[rows], s.sentence_bits[rows],
                                     s.stop_bits[rows])  # fmt: skip
-            return Run.from_scores(self.strategy, self.setting, picked, self.passes[rows])
+            return Run.from_scores(self.sampler, self.setting, picked, self.passes[rows])
         log2_q = None if self.log2_q is None else self.log2_q[rows]
-        return Run(self.strategy, self.setting, self.docs[rows], self.passes[rows], log2_q)
+        return Run(self.sampler, self.setting, self.docs[rows], self.passes[rows], log2_q)
 
 
 @dataclass
 class Sweep:
-    """Every setting of every diffusion strategy, and the AR model's settings (one token per pass)."""
+    """Every setting of every diffusion sampler, and the AR model's settings (one token per pass)."""
 
-    runs: dict[str, list[Run]]  # diffusion strategy -> runs ordered by setting
+    runs: dict[str, list[Run]]  # diffusion sampler -> runs ordered by setting
     ar_runs: dict[str, list[Run]]  # "AR" (by temperature), "AR, top-p"
     meta: dict = field(default_factory=dict)  # command, versions, seeds, build time
 
@@ -154,25 +154,25 @@ class Sweep:
 # ----------------------------------------------------------------------------- sampling
 
 
-def _check_setting(table: dict, strategy, setting, chunk, n_docs):
-    """(the table's entry for `strategy`, chunk, n_docs), each checked."""
+def _check_setting(table: dict, sampler, setting, chunk, n_docs):
+    """(the table's entry for `sampler`, chunk, n_docs), each checked."""
     if not isinstance(table, dict):
-        raise ValueError(f"table must be a dict like STRATEGIES, got {type(table).__name__}")
-    if not isinstance(strategy, str) or strategy not in table:
-        raise ValueError(f"strategy must be one of {list(table)}, got {strategy!r}")
-    entry = table[strategy]
+        raise ValueError(f"table must be a dict like SAMPLERS, got {type(table).__name__}")
+    if not isinstance(sampler, str) or sampler not in table:
+        raise ValueError(f"sampler must be one of {list(table)}, got {sampler!r}")
+    entry = table[sampler]
     if setting not in entry[1]:
-        raise ValueError(f"setting for {strategy!r} must be one of {entry[1]}, got {setting!r}")
+        raise ValueError(f"setting for {sampler!r} must be one of {entry[1]}, got {setting!r}")
     return entry, check_int(chunk, "chunk", 0), check_int(n_docs, "n_docs", 1)
 
 
-def sweep_run(dllm, strategy: str, setting: float, chunk: int, n_docs: int = CHUNK, table=STRATEGIES) -> Run:
+def sweep_run(dllm, sampler: str, setting: float, chunk: int, n_docs: int = CHUNK, table=SAMPLERS) -> Run:
     """Chunk `chunk` of one diffusion setting of `table`: n_docs documents sampled with seed
     `chunk`. dllm: the shipped model, or helpers.diffusion.exact_denoiser.ExactDenoiser()."""
     from helpers.diffusion.sampler import sample
 
-    (kwargs, _), chunk, n_docs = _check_setting(table, strategy, setting, chunk, n_docs)
-    if strategy.startswith("threshold"):
+    (kwargs, _), chunk, n_docs = _check_setting(table, sampler, setting, chunk, n_docs)
+    if sampler.startswith("threshold"):
         steps, kwargs = LENGTH, {**kwargs, "threshold": setting}
     else:
         steps = int(setting)
@@ -181,26 +181,26 @@ def sweep_run(dllm, strategy: str, setting: float, chunk: int, n_docs: int = CHU
         dllm, LENGTH, steps, batch_size=n_docs, temperature=1.0, generator=generator, return_trace=True, **kwargs
     )
     passes = torch.stack([step["committed"].any(dim=1) for step in trace]).sum(dim=0)  # (n,)
-    return Run(strategy, setting, docs.numpy(), passes.numpy())
+    return Run(sampler, setting, docs.numpy(), passes.numpy())
 
 
-def ar_run(ar_model, strategy: str, setting: float, chunk: int, n_docs: int = CHUNK) -> Run:
+def ar_run(ar_model, sampler: str, setting: float, chunk: int, n_docs: int = CHUNK) -> Run:
     """Chunk `chunk` of one AR setting (seed `chunk`): one token per pass, with log2 Q(x)."""
     from helpers.decoding.ar import generate, sampled_log2prob
 
-    (keyword, _), chunk, n_docs = _check_setting(AR_SETTINGS, strategy, setting, chunk, n_docs)
+    (keyword, _), chunk, n_docs = _check_setting(AR_SETTINGS, sampler, setting, chunk, n_docs)
     kwargs = {keyword: setting}
     prompt = torch.full((n_docs, 1), LANG.bos_id)
     docs = generate(ar_model, prompt, LENGTH, generator=torch.Generator().manual_seed(chunk), **kwargs)
     log2_q = sampled_log2prob(ar_model, docs, 1, **kwargs).numpy()
-    return Run(strategy, setting, docs.numpy(), np.full(n_docs, LENGTH), log2_q)
+    return Run(sampler, setting, docs.numpy(), np.full(n_docs, LENGTH), log2_q)
 
 
 def _concat(runs: list[Run]) -> Run:
     first, q = runs[0], [r.log2_q for r in runs]
     log2_q = None if q[0] is None else np.concatenate(q)
     docs = np.concatenate([r.docs for r in runs])
-    return Run(first.strategy, first.setting, docs, np.concatenate([r.passes for r in runs]), log2_q)
+    return Run(first.sampler, first.setting, docs, np.concatenate([r.passes for r in runs]), log2_q)
 
 
 # ----------------------------------------------------------------------------- the shipped file
@@ -215,7 +215,8 @@ def _unpack(text: str, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _run_to_json(run: Run) -> dict:
-    out = {"strategy": run.strategy, "setting": run.setting, "n": run.n}
+    # the shipped files' key for the sampler's name is "strategy", the name it had when they were built
+    out = {"strategy": run.sampler, "setting": run.setting, "n": run.n}
     out |= {"docs": _pack(run.docs), "passes": _pack(run.passes)}
     if run.log2_q is not None:
         out["log2_q"] = [round(float(x), 4) for x in run.log2_q]
@@ -258,18 +259,18 @@ def sweep_meta(command: str, chunks: int, start: float) -> dict:
 
 
 def build_sweep(chunks: int = 8, progress=None) -> dict:
-    """Run every setting of STRATEGIES and AR_SETTINGS for `chunks` chunks of CHUNK documents:
+    """Run every setting of SAMPLERS and AR_SETTINGS for `chunks` chunks of CHUNK documents:
     the JSON-ready dict that load_sweep reads."""
     from helpers.decoding.checkpoints import load_pretrained
 
     dllm, ar_model = load_pretrained("mdlm"), load_pretrained("ar")
     start, runs = time.perf_counter(), []
-    for table, run_chunk, model in ((AR_SETTINGS, ar_run, ar_model), (STRATEGIES, sweep_run, dllm)):
-        for strategy, (_, grid) in table.items():
+    for table, run_chunk, model in ((AR_SETTINGS, ar_run, ar_model), (SAMPLERS, sweep_run, dllm)):
+        for sampler, (_, grid) in table.items():
             for setting in grid:
                 if progress:
-                    progress(f"{strategy}, setting {setting} ({time.perf_counter() - start:.0f} s)")
-                runs.append(_concat([run_chunk(model, strategy, setting, c) for c in range(chunks)]))
+                    progress(f"{sampler}, setting {setting} ({time.perf_counter() - start:.0f} s)")
+                runs.append(_concat([run_chunk(model, sampler, setting, c) for c in range(chunks)]))
     return {
         "format": 2,
         "meta": {

@@ -18,7 +18,7 @@ random order at one token per pass, which draws from the language itself, matche
 The tolerances come from the standard errors: twice the standard error of a difference between
 two settings of the AR model's size (2 x sqrt(2) x the AR model's own standard error), so a
 setting drawn like the AR model passes each test at least 19 times in 20. Reading the settings of
-one strategy from the slowest up, each measure's margin (positive: it holds) is interpolated to
+one sampler from the slowest up, each measure's margin (positive: it holds) is interpolated to
 the rate where it reaches 0, as `crossing` does; the setting matches up to the first such rate.
 Every measure a setting fails is reported (`failing`), not only the first. The bootstrap is
 paired: the sweeps' runs share seeds document by document (common random numbers), so every
@@ -185,9 +185,9 @@ def _matched_rate(points, measures) -> tuple[float | None, tuple[str, ...]]:
 
 @dataclass
 class AtQuality:
-    """Tokens per pass a strategy allows at the target, on the measures named."""
+    """Tokens per pass a sampler allows at the target, on the measures named."""
 
-    strategy: str
+    sampler: str
     measures: tuple[str, ...]
     tokens_per_pass: float | None  # None: no setting matches; inf: every setting does
     se: float  # bootstrap standard error (documents resampled in every setting); NaN if undefined
@@ -218,7 +218,7 @@ class AtQuality:
 
 
 def tokens_per_pass_at(runs, reference, target: Target, measures=MEASURES, *, boot=200, seed=0) -> AtQuality:
-    """Where the strategy `runs` stops matching the target that `reference` (a Run: AR at
+    """Where the sampler `runs` stops matching the target that `reference` (a Run: AR at
     temperature 1) sets on `measures`, interpolated between settings, with a standard error from
     `boot` bootstrap resamples of the documents. Where every run and the reference hold the same
     number of documents (the sweeps: document i of every setting drawn with the same seed), the
@@ -265,4 +265,4 @@ def tokens_per_pass_at(runs, reference, target: Target, measures=MEASURES, *, bo
     if value is not None and math.isfinite(value):
         rates = sorted(r.tokens_per_pass for r in runs)
         bracket = (max(x for x in rates if x <= value), min(x for x in rates if x >= value))
-    return AtQuality(runs[0].strategy, measures, value, se, limited_by, bracket, plausible, share)
+    return AtQuality(runs[0].sampler, measures, value, se, limited_by, bracket, plausible, share)

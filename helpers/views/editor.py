@@ -18,7 +18,7 @@ def editor_table(sweep: Sweep, base: str, editors: list[str]) -> str:
     `base` at the same K (± the standard error of the difference)."""
     sweep = check_sweep(sweep)
     if base not in sweep.runs or not editors or any(e not in sweep.runs for e in editors):
-        raise ValueError(f"base and editors must be strategies of the sweep ({list(sweep.runs)})")
+        raise ValueError(f"base and editors must be samplers of the sweep ({list(sweep.runs)})")
     lines = [f"valid % (± se), 1024 documents; {base}, then each editor: its difference from it at the same K"]
     lines.append(
         f"{'K':>3} {'tok/pass':>8} {base.split()[0]:>10s}" + "".join(f"{_editor_label(e):>24s}" for e in editors)
@@ -35,7 +35,7 @@ def editor_table(sweep: Sweep, base: str, editors: list[str]) -> str:
 
 
 def interpolated_validity(runs: list[Run], rate: float) -> tuple[float, float] | None:
-    """Validity (and its standard error) of a strategy at `rate` tokens per pass, on the straight
+    """Validity (and its standard error) of a sampler at `rate` tokens per pass, on the straight
     line between its two settings around it; None outside the rates measured."""
     points = sorted((r.tokens_per_pass, r.validity, r.validity_se) for r in runs)
     for (x0, v0, e0), (x1, v1, e1) in zip(points, points[1:], strict=False):
@@ -51,7 +51,7 @@ def equal_passes_table(sweep: Sweep, editors: list[str], base: str = "ancestral 
     `base`'s curve at that rate ('-' outside the rates `base` was measured at)."""
     sweep = check_sweep(sweep)
     if base not in sweep.runs or not editors or any(e not in sweep.runs for e in editors):
-        raise ValueError(f"base and editors must be strategies of the sweep ({list(sweep.runs)})")
+        raise ValueError(f"base and editors must be samplers of the sweep ({list(sweep.runs)})")
     lines = [
         f"at the same counted passes: valid % of each editor minus {short(base)}'s, read off {short(base)}'s curve"
         " at the editor's tokens per pass",

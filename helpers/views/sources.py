@@ -18,11 +18,11 @@ from helpers.views.sweep import (
     ar_line,  # noqa: F401 (section 5.3 prints the AR model's quality with its limits)
 )
 
-SAMPLERS = {  # sampler -> (short name, colour): the figure's orders, coloured as in the rest of notebook 03
+SAMPLER_STYLE = {  # sampler -> (short name, colour): the figure's orders, coloured as in the rest of notebook 03
     "random": ("random order", ACCENT_COLOR),
     "confidence": ("confidence order", DLLM_COLOR),
     "threshold (Fast-dLLM)": ("threshold", "black"),
-    "entropy": ("entropy order", "#6b8e23"),  # olive: no other strategy of the notebook wears it
+    "entropy": ("entropy order", "#6b8e23"),  # olive: no other sampler of the notebook wears it
     "margin": ("margin order", "#8e44ad"),  # purple
 }
 CORE_SAMPLERS = ("random", "confidence")  # section 5's figure in the core: the chain rule's order, and LLaDA's
@@ -97,7 +97,7 @@ def draw_three_sources(
     trained: Sweep,
     reference: Run,
     target: Target,
-    samplers: tuple[str, ...] = tuple(SAMPLERS),
+    samplers: tuple[str, ...] = tuple(SAMPLER_STYLE),
     measures: tuple[str, ...] = MEASURES,
     arrows: bool = True,
 ) -> Figure:
@@ -110,12 +110,12 @@ def draw_three_sources(
     order's at one token per pass); arrows=False leaves them out, where more orders crowd the
     panels. Length and gap are drawn where a setting has at least 50 valid documents. `measures`:
     validity and length at least, in MEASURES' order."""
-    unknown = [s for s in samplers if s not in SAMPLERS]
+    unknown = [s for s in samplers if s not in SAMPLER_STYLE]
     if unknown or not {"random", "confidence"} <= set(samplers):
-        raise ValueError(f"samplers must include 'random' and 'confidence', from {list(SAMPLERS)}; got {samplers}")
+        raise ValueError(f"samplers must include 'random' and 'confidence', from {list(SAMPLER_STYLE)}; got {samplers}")
     if tuple(m for m in MEASURES if m in measures) != tuple(measures) or not {"validity", "length"} <= set(measures):
         raise ValueError(f"measures must include 'validity' and 'length', in the order {MEASURES}; got {measures}")
-    shown = {name: SAMPLERS[name] for name in samplers}
+    shown = {name: SAMPLER_STYLE[name] for name in samplers}
     fig, axes = new_figure(ncols=len(measures), figsize=(4 * len(measures), 4.4))
     for ax, measure in zip(axes, measures, strict=True):
         _band(ax, measure, reference, target)

@@ -17,7 +17,7 @@ from helpers.quality.matching import MEASURES, Target, language_value, margins, 
 from helpers.quality.scores import ExactDocuments, decompose
 from helpers.views.labels import place_labels
 
-STYLE = {  # strategy -> (short name, colour, marker): the same in every figure of the notebook
+STYLE = {  # sampler -> (short name, colour, marker): the same in every figure of the notebook
     "confidence": ("confidence", DLLM_COLOR, "o"),
     "random": ("random", ACCENT_COLOR, "s"),
     "confidence, blocks of 8": ("blocks of 8", "#7d3c98", "^"),
@@ -41,13 +41,13 @@ def short(name: str) -> str:
 
 
 def slowest(runs: list[Run]) -> Run:
-    """The setting of a strategy with the fewest tokens per pass."""
+    """The setting of a sampler with the fewest tokens per pass."""
     return min(runs, key=lambda r: r.tokens_per_pass)
 
 
 def setting_name(run: Run) -> str:
     """A setting as the tables name it: 'K = 32' (steps), or 'tau = 0.9' for the threshold."""
-    return f"tau = {run.setting}" if run.strategy.startswith("threshold") else f"K = {run.setting}"
+    return f"tau = {run.setting}" if run.sampler.startswith("threshold") else f"K = {run.setting}"
 
 
 def pct(run: Run) -> str:
@@ -76,7 +76,7 @@ def validity_table(sweep: Sweep) -> str:
 
 
 def draw_validity(ax, sweep: Sweep, target: Target) -> None:
-    """Validity against tokens per pass for every strategy on `ax`; filled markers: the settings
+    """Validity against tokens per pass for every sampler on `ax`; filled markers: the settings
     that match the AR model on all three measures of helpers.quality.matching."""
     sweep = check_sweep(sweep)
     n_matched = 0
@@ -153,7 +153,7 @@ def draw_pass_counts(ax, lengths: list[int], counted: dict[str, list[int]]) -> N
 
 def quality_table(sweep: Sweep, exact: ExactDocuments) -> str:
     """Validity, sentences per document, the length histogram's total variation from the exact
-    one and the within-sentence gap: each strategy at its slowest setting, and the AR model."""
+    one and the within-sentence gap: each sampler at its slowest setting, and the AR model."""
     sweep = check_sweep(sweep)
     slowest_settings = ", ".join(f"{short(n)} {setting_name(slowest(sweep.runs[n]))}" for n in MAIN)
     head = f"{'':13s} {'tok/':>5s} {'valid':>6s} {'sentences per':>14s} {'TV to':>6s} {'within-sentence':>15s}"
@@ -174,7 +174,7 @@ def quality_table(sweep: Sweep, exact: ExactDocuments) -> str:
 
 
 def decomposition_table(sweep: Sweep) -> str:
-    """The per-document gap of each strategy's slowest setting, and of the AR model, in its
+    """The per-document gap of each sampler's slowest setting, and of the AR model, in its
     length, within-sentence and padding parts (helpers.quality.scores.decompose)."""
     sweep = check_sweep(sweep)
     lines = [f"{'':13s} {'length':>8s} {'within':>8s} {'padding':>8s} {'= per-document gap (bits)':>27s}"]
@@ -185,9 +185,9 @@ def decomposition_table(sweep: Sweep) -> str:
 
 
 def draw_eos_per_pass(eos: dict[str, np.ndarray], mean_padding: float) -> Figure:
-    """Cumulative <eos> committed against the pass, one curve per strategy name of `eos`."""
+    """Cumulative <eos> committed against the pass, one curve per sampler name of `eos`."""
     if not isinstance(eos, dict) or not eos or any(n not in STYLE for n in eos):
-        raise ValueError(f"eos must map strategy names of {MAIN} to per-pass counts, got {eos!r:.80}")
+        raise ValueError(f"eos must map sampler names of {MAIN} to per-pass counts, got {eos!r:.80}")
     fig, ax = new_figure(figsize=(7.5, 3.2))
     for name, counts in eos.items():
         label, color, marker = STYLE[name]
@@ -296,7 +296,7 @@ def ar_line(sweep: Sweep) -> str:
 
 
 def matched_table(sweep: Sweep, target: Target) -> str:
-    """Per strategy, tokens per pass matched on validity only, on validity and length, and on all
+    """Per sampler, tokens per pass matched on validity only, on validity and length, and on all
     three measures (helpers.quality.matching), with the target's tolerances first."""
     sweep = check_sweep(sweep)
     lines = [

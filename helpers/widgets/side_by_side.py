@@ -33,7 +33,7 @@ class SideBySide:
 @torch.no_grad()
 def side_by_side_trace(ar_model: Transformer, dllm: Transformer, steps: int = 8, seed: int = 0) -> SideBySide:
     """Sample one document with each model at temperature 1: the AR model token by token, the
-    diffusion model in `steps` passes with the confidence strategy."""
+    diffusion model in `steps` passes with the confidence rule."""
     from helpers.diffusion.sampler import sample
 
     if not isinstance(dllm, Transformer):
