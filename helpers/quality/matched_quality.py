@@ -51,7 +51,8 @@ REMDM_ETAS = {  # (schedule, eta) -> where eta comes from
     ("rescale", 0.5): "this course: about as many re-maskings per token in 32 passes as the script's in 1024 steps",
 }
 STRESS_TEST = "stress test: re-mask the 25 % least sure"  # the course's own schedule, not ReMDM's
-# The rules swept, name -> keyword arguments of helpers.diffusion.sampler.sample and the grid it is run on. One more
+# The samplers swept (an unmasking rule with its settings), name -> keyword arguments of
+# helpers.diffusion.sampler.sample and the grid it is run on. One more
 # entry on BUDGETS (7 settings x 1024 documents) costs about 2 minutes of this build and 1.5 of
 # helpers.quality.exact_sweep's on two cores (margin order, measured), but both files are rebuilt whole:
 # `python -m helpers.quality.matched_quality` (30 to 50 minutes) and `python -m helpers.quality.exact_sweep` (about 30),
