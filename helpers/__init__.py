@@ -28,7 +28,8 @@ hf_compare      the course's decoder against Hugging Face `generate` (needs tran
 
 To add an unmasking rule: one entry of RULES in helpers/diffusion/unmasking.py (its name and score),
 which the sampler, its error messages and the exact sweep's ranking rules read; then its settings in
-the sweep's table (STRATEGIES in helpers/quality/matched_quality.py, whose comment gives the cost).
+the sweep's table of samplers (SAMPLERS in helpers/quality/matched_quality.py, whose comment gives
+the cost), and its figures' styles in helpers/views/sweep.py and helpers/views/sources.py.
 """
 
 from pathlib import Path as _Path

@@ -7,6 +7,7 @@ with one upward import planted."""
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +30,20 @@ def test_ls_helpers_shows_the_stages_of_the_course():
     assert set(STAGES) <= packages
     flat = sorted(p.stem for p in (ROOT / "helpers").glob("*.py") if p.stem != "__init__")
     assert flat == ["hf_compare", "student_copy", "train"], f"modules outside a stage: {flat}"
+
+
+def test_the_contract_lists_the_stages_in_the_course_s_order():
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    layers = [layer.strip() for layer in contract["layers"]]
+    assert layers[1:] == [f"helpers.{stage}" for stage in reversed(STAGES)], "the stages, the course's last on top"
+    tools = {name.strip() for name in layers[0].split(":")}
+    assert {
+        p.stem if p.suffix else p.name
+        for p in (ROOT / "helpers").iterdir()
+        if p.name not in ("__init__.py", "__pycache__")
+    } == {name.removeprefix("helpers.") for name in tools} | set(STAGES), (
+        "every package and module of helpers/ in a layer"
+    )
 
 
 def test_every_stage_imports_only_earlier_stages():

@@ -181,7 +181,8 @@ def _check_sample_args(model, length, steps, prompt, rule, block_length, thresho
             f"prompt ({prompt.size(-1)}) + length ({length}) exceeds the model's max_len ({model.config.max_len})"
         )
     if not isinstance(rule, str) or rule not in RULES:
-        raise ValueError(f"rule must be one of {tuple(RULES)}, got {rule!r}")
+        rules = "; ".join(f"{name!r}: {entry.about}" for name, entry in RULES.items())
+        raise ValueError(f"rule must be one of {tuple(RULES)} ({rules}), got {rule!r}")
     block_length = length if block_length is None else check_int(block_length, "block_length", 1)
     if length % block_length:
         raise ValueError(f"block_length must be an int that divides length ({length}), got {block_length!r}")

@@ -63,8 +63,8 @@ class Rule:
     about: str  # one line, for the docs and the error messages
 
 
-# The one table of rules: the sampler's choices, its error messages and the sweeps read it. Order
-# matters only for printing.
+# The one table of rules: the sampler's choices and its error messages read it, and the exact sweep
+# which of its samplers are a ranking rule alone. Order matters only for printing.
 RULES: dict[str, Rule] = {
     rule.name: rule
     for rule in (
@@ -75,7 +75,6 @@ RULES: dict[str, Rule] = {
         Rule("ancestral", None, "MDLM: each masked position with probability (t - s) / t"),
     )
 }
-RANKED = tuple(name for name, rule in RULES.items() if rule.score is not None)  # the rules that rank positions
 
 
 def confidence_scores(probs: torch.Tensor, chosen: torch.Tensor, rule: str, generator=None) -> torch.Tensor:

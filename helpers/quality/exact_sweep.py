@@ -30,19 +30,28 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from helpers.common.validation import check_int, check_path
-from helpers.diffusion.unmasking import RANKED
-from helpers.quality.matched_quality import CHUNK, LENGTH, SAMPLERS, Run, Sweep, _concat, sweep_meta, sweep_run
+from helpers.diffusion.unmasking import RULES
+from helpers.quality.matched_quality import BUDGETS, CHUNK, LENGTH, SAMPLERS, Run, Sweep, _concat, sweep_meta, sweep_run
 from helpers.quality.scores import DocumentScores, _p_too_long
 
 EXACT_SWEEP_JSON = Path(__file__).resolve().parents[2] / "data" / "exact_sweep.json"
-FURTHER = (4,)  # K added for the ranking rules (helpers.diffusion.unmasking.RANKED), followed to 8 tokens per pass
+FURTHER = (4,)  # K added for the samplers that are a ranking rule alone, followed to 8 tokens per pass
 LOST_BITS_RATES = (1, 2, 4, 8, 32)  # tokens per pass at which random order's lost bits are computed
 LOST_BITS_DOCS = 4096  # documents (one random order each) behind each of them
+
+
+def _ranks_alone(kwargs: dict, grid: tuple) -> bool:
+    """Whether a sampler is a ranking rule of RULES alone, run on the budgets of passes (no blocks,
+    threshold or re-masking): those are followed to 8 tokens per pass."""
+    return set(kwargs) <= {"rule"} and RULES[kwargs.get("rule", "confidence")].score is not None and grid == BUDGETS
+
+
 # The same samplers on the exact denoiser. One more entry of SAMPLERS costs about 1.5 minutes of this
 # build (margin order, measured on two cores), but the file is rebuilt whole (about 30 minutes) and
 # notebooks 03, 05 and 06 re-executed.
 EXACT_SAMPLERS = {
-    name: (kwargs, (FURTHER + grid) if name in RANKED else grid) for name, (kwargs, grid) in SAMPLERS.items()
+    name: (kwargs, (FURTHER + grid) if _ranks_alone(kwargs, grid) else grid)
+    for name, (kwargs, grid) in SAMPLERS.items()
 }
 _FIELDS = {"valid": np.uint8, "sentences": np.uint8, "padding": np.uint8, "passes": np.uint8,
            "first_bits": np.float32, "rest_bits": np.float32}  # fmt: skip
