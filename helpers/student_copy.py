@@ -24,6 +24,8 @@ tests/test_student_copy.py runs it on the copy, and plants one leak of each kind
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -225,8 +227,6 @@ def _open_until(nb, exercise: str) -> int:
 def _modules_imported(nb) -> list[str]:
     """The helpers modules a notebook's code cells import, submodules named in `from ... import`
     included; helpers.solutions left out (its answers are the point)."""
-    import importlib
-
     names = set()
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -237,14 +237,12 @@ def _modules_imported(nb) -> list[str]:
         ):
             names.add(package)
             for name in re.findall(r"(\w+)(?:\s+as\s+\w+)?", imported):
-                if importlib.util.find_spec(package) and _is_module(f"{package}.{name}"):
+                if _is_module(f"{package}.{name}"):
                     names.add(f"{package}.{name}")
     return sorted(n for n in names if not n.startswith("helpers.solutions"))
 
 
 def _is_module(name: str) -> bool:
-    import importlib.util
-
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
@@ -254,9 +252,6 @@ def _is_module(name: str) -> bool:
 def _strings_met(nb) -> list[tuple[str, str]]:
     """(module, text) for every string constant (docstrings, hints, messages) of the helpers
     modules a notebook imports, and of the modules their imported checks and views live in."""
-    import ast
-    import importlib.util
-
     found = []
     for name in _modules_imported(nb):
         spec = importlib.util.find_spec(name)

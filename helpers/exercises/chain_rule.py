@@ -99,34 +99,45 @@ def _tv_noise(n: int, second: bool = False) -> tuple[float, float]:
     """Mean and standard deviation of the TV distance of an exact sampler's n draws, from LANG or
     from the second language."""
     probs = second_language_probs() if second else LANG.support()[1]
-    tvs = []
-    for r in range(NOISE_REPLICAS):
-        rows = np.random.default_rng(1000 + r).choice(len(probs), size=n, p=probs)
-        tvs.append(0.5 * np.abs(np.bincount(rows, minlength=len(probs)) / n - probs).sum())
+    tvs = [
+        _tv(np.random.default_rng(1000 + r).choice(len(probs), size=n, p=probs), probs) for r in range(NOISE_REPLICAS)
+    ]
     return float(np.mean(tvs)), float(np.std(tvs, ddof=1))
 
 
-def _sampler_report(fn) -> str:
-    lang, rng = ChainRuleOnly(), np.random.default_rng(0)
-    index, kind = _support_index()
-    rows = np.empty(N_DRAWS, dtype=int)
-    for i in range(N_DRAWS):
+def _tv(rows: np.ndarray, probs: np.ndarray) -> float:
+    """TV distance between the draws' frequencies (rows: support indices) and the exact probs."""
+    return 0.5 * float(np.abs(np.bincount(rows, minlength=len(probs)) / len(rows) - probs).sum())
+
+
+def _draws(fn, lang, rng, n: int, label: str = "") -> np.ndarray:
+    """Type n sentences with fn(lang, rng); each must be a sentence of the language, without <eos>.
+    Returns their support indices. label names the language in the cases (empty: LANG)."""
+    index, _ = _support_index()
+    rows = np.empty(n, dtype=int)
+    for i in range(n):
         lang.calls_left = CALLS_PER_SENTENCE
-        case = f"draw {i + 1}"
+        case = f"draw {i + 1}{label}"
         ids = as_ids(call(fn, lang, rng, case=case, hint=SAMPLE_HINT), case)
         if LANG.eos_id in ids:
             raise Failed(
-                f"draw {i + 1} contains <eos>: {LANG.decode(ids)!r}",
+                f"{case} contains <eos>: {LANG.decode(ids)!r}",
                 "<eos> ends the sentence: stop when you draw it, and return only the words before it",
             )
         if tuple(ids) not in index:
-            raise Failed(f"draw {i + 1} is {LANG.decode(ids)!r}, which the language never produces", INVALID_HINT)
+            raise Failed(f"{case} is {LANG.decode(ids)!r}, which the language never produces", INVALID_HINT)
         rows[i] = index[tuple(ids)]
+    return rows
+
+
+def _sampler_report(fn) -> str:
+    rows = _draws(fn, ChainRuleOnly(), np.random.default_rng(0), N_DRAWS)
+    _, kind = _support_index()
     _same_seed_same_sentences(fn, rows[:REPLAYED])
     _, probs = LANG.support()
     if np.all(rows == rows[0]):
         raise Failed(f"all {N_DRAWS:,} draws are the same sentence, {LANG.decode(tokens_of(rows[0]))!r}", SAME_HINT)
-    tv = 0.5 * float(np.abs(np.bincount(rows, minlength=len(probs)) / N_DRAWS - probs).sum())
+    tv = _tv(rows, probs)
     mean, sd = _tv_noise(N_DRAWS)
     if tv > mean + 4 * sd:
         raise Failed(
@@ -151,18 +162,8 @@ def _sampler_report(fn) -> str:
 
 def _second_language_draws(fn) -> None:
     """Draw from the second language: the sentences must follow its probabilities, not LANG's."""
-    lang, rng = ChainRuleOnly(Reweighted()), np.random.default_rng(1)
-    index, _ = _support_index()
-    rows = np.empty(SECOND_DRAWS, dtype=int)
-    for i in range(SECOND_DRAWS):
-        lang.calls_left = CALLS_PER_SENTENCE
-        case = f"draw {i + 1} from {SECOND}"
-        ids = as_ids(call(fn, lang, rng, case=case, hint=SAMPLE_HINT), case)
-        if tuple(ids) not in index:
-            raise Failed(f"{case} is {LANG.decode(ids)!r}, which the language never produces", INVALID_HINT)
-        rows[i] = index[tuple(ids)]
-    probs = second_language_probs()
-    tv = 0.5 * float(np.abs(np.bincount(rows, minlength=len(probs)) / SECOND_DRAWS - probs).sum())
+    rows = _draws(fn, ChainRuleOnly(Reweighted()), np.random.default_rng(1), SECOND_DRAWS, f" from {SECOND}")
+    tv = _tv(rows, second_language_probs())
     mean, sd = _tv_noise(SECOND_DRAWS, second=True)
     if tv > mean + 4 * sd:
         raise Failed(
